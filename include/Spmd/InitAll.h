@@ -1,0 +1,31 @@
+//===- InitAll.h - register what spmd tools use -----------------*- C++ -*-===//
+
+#ifndef SPMD_INITALL_H
+#define SPMD_INITALL_H
+
+#include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace mlir::spmd {
+
+/// The dialects of the programs spmd compiles, plus its own.
+inline void registerAllDialects(DialectRegistry &registry) {
+  registry.insert<SpmdDialect, arith::ArithDialect, func::FuncDialect,
+                  linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
+                  tensor::TensorDialect>();
+}
+
+/// The generic transforms (canonicalize, cse, ...) and spmd's own passes.
+inline void registerAllPasses() { registerTransformsPasses(); }
+
+} // namespace mlir::spmd
+
+#endif // SPMD_INITALL_H
