@@ -110,18 +110,19 @@ SpecAttr::verifyAgainst(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "spec has " << getPlacements().size()
                        << " placements but mesh " << getMesh() << " has "
                        << mesh.getRank() << " axes";
+  // spec_c3
   auto tensorType = dyn_cast<RankedTensorType>(type);
   if (!tensorType)
     return emitError() << "a spec describes a ranked tensor, found " << type;
   for (auto [axis, placement] : llvm::enumerate(getPlacements())) {
-    // spec_c3
+    // spec_c4
     if (auto shard = dyn_cast<ShardAttr>(placement)) {
       if (shard.getDim() >= tensorType.getRank())
         return emitError() << "mesh axis " << axis << " shards dimension "
                            << shard.getDim() << " of " << type << ", which has "
                            << tensorType.getRank() << " dimensions";
     }
-    // spec_c4
+    // spec_c5
     if (auto partial = dyn_cast<PartialAttr>(placement)) {
       if (partial.getKind() == ReductionKind::Avg &&
           !isa<FloatType>(tensorType.getElementType()))

@@ -39,6 +39,7 @@ static LogicalResult verifyValueAttribute(Operation *op, StringRef what,
     return emitError() << "unknown attribute '" << attr.getName().getValue()
                        << "' (the spmd dialect defines '"
                        << SpmdDialect::getSpecAttrName() << "')";
+  // func_spec_c2
   auto spec = dyn_cast<SpecAttr>(attr.getValue());
   if (!spec)
     return emitError() << "'" << SpmdDialect::getSpecAttrName()

@@ -15,6 +15,7 @@
 #include "llvm/ADT/SmallSet.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::spmd;
@@ -634,14 +635,16 @@ LogicalResult BroadcastOp::fold(FoldAdaptor,
 // WaitOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult WaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+LogicalResult WaitOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> location,
                                        ValueRange operands, DictionaryAttr,
                                        OpaqueProperties, RegionRange,
                                        SmallVectorImpl<Type> &inferred) {
-  for (Value operand : operands) {
+  for (auto [i, operand] : llvm::enumerate(operands)) {
     auto future = dyn_cast<FutureType>(operand.getType());
     if (!future)
-      return failure();
+      return emitOptionalError(location, "'spmd.wait' op operand #", i,
+                               " must be a future, found ", operand.getType());
     inferred.push_back(future.getValueType());
   }
   return success();
@@ -656,25 +659,34 @@ LogicalResult WaitOp::verify() {
 
 void WaitOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                          MLIRContext *) {
-  // Waiting on a collective over a group of one rank yields its input.
+  // Waiting on a collective over a group of one rank yields its input; the
+  // other futures keep a (smaller) wait.
   results.add(+[](WaitOp op, PatternRewriter &rewriter) {
-    SmallVector<Value> replacements;
-    bool changed = false;
-    for (auto [future, result] : llvm::zip(op.getFutures(), op.getResults())) {
+    SmallVector<Value> replacements(op->getNumResults());
+    SmallVector<Value> pending;
+    for (auto [i, future] : llvm::enumerate(op.getFutures())) {
       auto collective = future.getDefiningOp<CollectiveOpInterface>();
       std::optional<int64_t> groupSize =
           collective ? getGroupSize(collective) : std::nullopt;
-      Value input;
       if (groupSize && *groupSize == 1) {
-        input = collective.getInputs()[cast<OpResult>(future).getResultNumber()];
-        if (input.getType() != result.getType())
-          input = {};
+        Value input =
+            collective.getInputs()[cast<OpResult>(future).getResultNumber()];
+        if (input.getType() == op.getResult(i).getType()) {
+          replacements[i] = input;
+          continue;
+        }
       }
-      changed |= static_cast<bool>(input);
-      replacements.push_back(input ? input : Value(result));
+      pending.push_back(future);
     }
-    if (!changed)
+    if (pending.size() == op.getFutures().size())
       return failure();
+    if (!pending.empty()) {
+      auto rest = WaitOp::create(rewriter, op.getLoc(), pending);
+      auto next = rest.getResults().begin();
+      for (Value &replacement : replacements)
+        if (!replacement)
+          replacement = *next++;
+    }
     rewriter.replaceOp(op, replacements);
     return success();
   });
@@ -784,15 +796,21 @@ static LogicalResult verifyParams(Operation *op, OperandRange params) {
 static LogicalResult verifyHyper(Operation *op, StringRef name, APFloat value,
                                  double lo, std::optional<double> hi = {}) {
   double v = value.convertToDouble();
-  if (!std::isfinite(v) || v < lo || (hi && v >= *hi)) {
-    InFlightDiagnostic diag = op->emitOpError()
-                              << "invalid " << name << " " << v
-                              << ": expected a finite value >= " << lo;
-    if (hi)
-      diag << " and < " << *hi;
-    return diag;
-  }
-  return success();
+  if (std::isfinite(v) && v >= lo && (!hi || v < *hi))
+    return success();
+  auto str = [](double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", d);
+    return std::string(buf);
+  };
+  InFlightDiagnostic diag = op->emitOpError()
+                            << "invalid " << name << " " << str(v)
+                            << ": expected a finite value";
+  if (std::isfinite(lo))
+    diag << " >= " << str(lo);
+  if (hi)
+    diag << " and < " << str(*hi);
+  return diag;
 }
 
 LogicalResult SGDOp::verify() {
