@@ -53,7 +53,7 @@ SPMD_LIT=("$SPMD_PYTHON" "$LLVM_PREFIX/bin/lit")
 
 # --- configure and build ----------------------------------------------------
 if [ ! -f "$SPMD_BUILD/build.ninja" ] ||
-   ! grep -q "Python3_EXECUTABLE:FILEPATH=$SPMD_PYTHON\$" "$SPMD_BUILD/CMakeCache.txt"; then
+   ! grep -q "^Python3_EXECUTABLE:[A-Z]*=$SPMD_PYTHON\$" "$SPMD_BUILD/CMakeCache.txt"; then
   log "configuring $SPMD_BUILD"
   mkdir -p "$SPMD_BUILD"
   linker_flags=()

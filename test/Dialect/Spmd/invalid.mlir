@@ -478,3 +478,8 @@ func.func @store_c2(%x: tensor<4xf64>) {
 
 // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'role' [param, buffer, optimizer_state]}}
 spmd.state @role : tensor<4xf32> role = weights
+
+// -----
+
+// expected-error @+1 {{'spmd.mesh' op has more than 2147483647 ranks}}
+spmd.mesh @mesh_c5(shape = 65536x65536)

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::spmd;
@@ -245,6 +246,14 @@ LogicalResult MeshOp::verify() {
                            << " must have a static size of at least 1, found "
                            << (ShapedType::isDynamic(size) ? "?"
                                                            : std::to_string(size));
+  // mesh_c5: ranks are numbered with MPI's `int`.
+  int64_t ranks = 1;
+  for (int64_t size : getShape()) {
+    ranks *= size;
+    if (ranks > std::numeric_limits<int32_t>::max())
+      return emitOpError() << "has more than "
+                           << std::numeric_limits<int32_t>::max() << " ranks";
+  }
   if (std::optional<ArrayAttr> names = getAxisNames()) {
     // mesh_c3
     if (static_cast<int64_t>(names->size()) != getRank())

@@ -55,7 +55,7 @@ class Spmd_Op<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 def Spmd_ReductionKind : I32EnumAttr<"ReductionKind",
-    "how partial values, or the values of a reduction collective, combine", [
+    "reduction kind", [
   I32EnumAttrCase<"Sum", 0, "sum">,
   I32EnumAttrCase<"Avg", 1, "avg">,
   I32EnumAttrCase<"Max", 2, "max">,
@@ -65,7 +65,7 @@ def Spmd_ReductionKind : I32EnumAttr<"ReductionKind",
   let cppNamespace = "::mlir::spmd";
 }
 
-def Spmd_StateRole : I32EnumAttr<"StateRole", "what a state symbol holds", [
+def Spmd_StateRole : I32EnumAttr<"StateRole", "state role", [
   I32EnumAttrCase<"Param", 0, "param">,
   I32EnumAttrCase<"Buffer", 1, "buffer">,
   I32EnumAttrCase<"OptimizerState", 2, "optimizer_state">,
