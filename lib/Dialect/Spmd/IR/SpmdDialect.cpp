@@ -52,7 +52,8 @@ static LogicalResult verifyValueAttribute(Operation *op, StringRef what,
 static Type getValueType(Operation *op, unsigned regionIndex, unsigned index,
                          bool isResult) {
   if (auto fn = dyn_cast<FunctionOpInterface>(op)) {
-    ArrayRef<Type> types = isResult ? fn.getResultTypes() : fn.getArgumentTypes();
+    ArrayRef<Type> types =
+        isResult ? fn.getResultTypes() : fn.getArgumentTypes();
     return index < types.size() ? types[index] : Type();
   }
   if (isResult || regionIndex >= op->getNumRegions() ||

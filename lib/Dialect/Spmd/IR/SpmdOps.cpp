@@ -29,9 +29,9 @@ using namespace mlir::spmd;
 
 MeshOp mlir::spmd::lookupMesh(Operation *from, FlatSymbolRefAttr mesh,
                               SymbolTableCollection *symbolTable) {
-  Operation *found =
-      symbolTable ? symbolTable->lookupNearestSymbolFrom(from, mesh)
-                  : SymbolTable::lookupNearestSymbolFrom(from, mesh);
+  Operation *found = symbolTable
+                         ? symbolTable->lookupNearestSymbolFrom(from, mesh)
+                         : SymbolTable::lookupNearestSymbolFrom(from, mesh);
   auto meshOp = dyn_cast_or_null<MeshOp>(found);
   if (!meshOp)
     from->emitOpError() << mesh << " does not name an 'spmd.mesh'";
@@ -44,7 +44,8 @@ std::optional<int64_t> mlir::spmd::getGroupSize(CollectiveOpInterface op) {
   if (!mesh)
     return std::nullopt;
   ArrayRef<int64_t> axes = op.getAxes();
-  if (llvm::any_of(axes, [&](int64_t a) { return a < 0 || a >= mesh.getRank(); }))
+  if (llvm::any_of(axes,
+                   [&](int64_t a) { return a < 0 || a >= mesh.getRank(); }))
     return std::nullopt;
   return mesh.getGroupSize(axes);
 }
@@ -211,9 +212,9 @@ parseAdamTypes(OpAsmParser &parser, SmallVectorImpl<Type> &params,
   return success();
 }
 
-static void printAdamTypes(OpAsmPrinter &printer, Operation *,
-                           TypeRange params, TypeRange, TypeRange, TypeRange,
-                           OperandRange, TypeRange, OperandRange, TypeRange) {
+static void printAdamTypes(OpAsmPrinter &printer, Operation *, TypeRange params,
+                           TypeRange, TypeRange, TypeRange, OperandRange,
+                           TypeRange, OperandRange, TypeRange) {
   llvm::interleaveComma(params, printer);
 }
 
@@ -244,8 +245,9 @@ LogicalResult MeshOp::verify() {
     if (size < 1)
       return emitOpError() << "axis " << axis
                            << " must have a static size of at least 1, found "
-                           << (ShapedType::isDynamic(size) ? "?"
-                                                           : std::to_string(size));
+                           << (ShapedType::isDynamic(size)
+                                   ? "?"
+                                   : std::to_string(size));
   // mesh_c5: ranks are numbered with MPI's `int`.
   int64_t ranks = 1;
   for (int64_t size : getShape()) {
@@ -275,8 +277,7 @@ LogicalResult MeshOp::verify() {
 // AnnotateOp / RedistributeOp
 //===----------------------------------------------------------------------===//
 
-template <typename OpTy>
-static LogicalResult verifySpecUses(OpTy op) {
+template <typename OpTy> static LogicalResult verifySpecUses(OpTy op) {
   return op.getSpec().verifyAgainst([&]() { return op.emitOpError(); },
                                     op.getOperation(), op.getInput().getType());
 }
@@ -349,7 +350,8 @@ static LogicalResult verifyCollective(
       return operation->emitOpError()
              << "mesh axes must be non-negative, found " << axis;
     if (!seen.insert(axis).second)
-      return operation->emitOpError() << "mesh axis " << axis << " appears twice";
+      return operation->emitOpError()
+             << "mesh axis " << axis << " appears twice";
   }
   for (auto [input, result] :
        llvm::zip(op.getInputs(), operation->getResults())) {
@@ -377,11 +379,10 @@ verifyCollectiveMesh(CollectiveOpInterface op,
   // collective_c6
   for (int64_t axis : op.getAxes())
     if (axis >= mesh.getRank()) {
-      InFlightDiagnostic diag = operation->emitOpError()
-                                << "mesh axis " << axis
-                                << " is out of range for mesh "
-                                << op.getMeshAttr() << " with "
-                                << mesh.getRank() << " axes";
+      InFlightDiagnostic diag =
+          operation->emitOpError()
+          << "mesh axis " << axis << " is out of range for mesh "
+          << op.getMeshAttr() << " with " << mesh.getRank() << " axes";
       diag.attachNote(mesh.getLoc()) << "mesh declared here";
       return diag;
     }
@@ -423,16 +424,16 @@ static LogicalResult foldTrivialCollective(CollectiveOpInterface op,
 static LogicalResult checkSameType(Operation *op, RankedTensorType in,
                                    RankedTensorType out) {
   if (in != out)
-    return op->emitOpError() << "result type " << out
-                             << " differs from input type " << in;
+    return op->emitOpError()
+           << "result type " << out << " differs from input type " << in;
   return success();
 }
 
 static LogicalResult checkDim(Operation *op, StringRef name, int64_t dim,
                               RankedTensorType type) {
   if (dim < 0 || dim >= type.getRank())
-    return op->emitOpError() << name << " " << dim << " is out of range for "
-                             << type;
+    return op->emitOpError()
+           << name << " " << dim << " is out of range for " << type;
   return success();
 }
 
@@ -465,9 +466,9 @@ static LogicalResult checkScaledDim(Operation *op, RankedTensorType in,
   if (ShapedType::isDynamic(inSize) || ShapedType::isDynamic(outSize))
     return success();
   if (inSize * num % den != 0)
-    return op->emitOpError() << "input dimension " << dim << " (" << inSize
-                             << ") is not divisible by the group size (" << den
-                             << ")";
+    return op->emitOpError()
+           << "input dimension " << dim << " (" << inSize
+           << ") is not divisible by the group size (" << den << ")";
   if (outSize != inSize * num / den)
     return op->emitOpError()
            << "result dimension " << dim << " should be " << inSize * num / den
@@ -483,13 +484,13 @@ LogicalResult AllReduceOp::verify() {
   if (getKind() == ReductionKind::Avg)
     for (Value input : getInputs())
       if (!isFloatTensor(input.getType()))
-        return emitOpError() << "avg needs float element types, found "
-                             << input.getType();
+        return emitOpError()
+               << "avg needs float element types, found " << input.getType();
   // all_reduce_c1
-  return verifyCollective(*this, [&](RankedTensorType in,
-                                     RankedTensorType out) {
-    return checkSameType(*this, in, out);
-  });
+  return verifyCollective(*this,
+                          [&](RankedTensorType in, RankedTensorType out) {
+                            return checkSameType(*this, in, out);
+                          });
 }
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &table) {
@@ -519,7 +520,8 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &table) {
   // all_gather_c3
   return verifyCollectiveGroup(
       *this, table, [&](RankedTensorType in, RankedTensorType out, int64_t n) {
-        return checkScaledDim(*this, in, out, getGatherDimAttr().getInt(), n, 1);
+        return checkScaledDim(*this, in, out, getGatherDimAttr().getInt(), n,
+                              1);
       });
 }
 
@@ -535,24 +537,26 @@ LogicalResult ReduceScatterOp::verify() {
   if (getKind() == ReductionKind::Avg)
     for (Value input : getInputs())
       if (!isFloatTensor(input.getType()))
-        return emitOpError() << "avg needs float element types, found "
-                             << input.getType();
-  return verifyCollective(*this, [&](RankedTensorType in,
-                                     RankedTensorType out) {
-    // reduce_scatter_c1
-    if (failed(checkDim(*this, "scatter_dim", getScatterDimAttr().getInt(), in)))
-      return failure();
-    // reduce_scatter_c2
-    int64_t dim = getScatterDimAttr().getInt();
-    return checkOtherDims(*this, in, out, dim, dim);
-  });
+        return emitOpError()
+               << "avg needs float element types, found " << input.getType();
+  return verifyCollective(
+      *this, [&](RankedTensorType in, RankedTensorType out) {
+        // reduce_scatter_c1
+        if (failed(checkDim(*this, "scatter_dim", getScatterDimAttr().getInt(),
+                            in)))
+          return failure();
+        // reduce_scatter_c2
+        int64_t dim = getScatterDimAttr().getInt();
+        return checkOtherDims(*this, in, out, dim, dim);
+      });
 }
 
 LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &table) {
   // reduce_scatter_c3
   return verifyCollectiveGroup(
       *this, table, [&](RankedTensorType in, RankedTensorType out, int64_t n) {
-        return checkScaledDim(*this, in, out, getScatterDimAttr().getInt(), 1, n);
+        return checkScaledDim(*this, in, out, getScatterDimAttr().getInt(), 1,
+                              n);
       });
 }
 
@@ -564,16 +568,18 @@ LogicalResult ReduceScatterOp::fold(FoldAdaptor,
 // all_to_all
 
 LogicalResult AllToAllOp::verify() {
-  return verifyCollective(*this, [&](RankedTensorType in,
-                                     RankedTensorType out) -> LogicalResult {
-    // all_to_all_c1
-    if (failed(checkDim(*this, "split_dim", getSplitDimAttr().getInt(), in)) ||
-        failed(checkDim(*this, "concat_dim", getConcatDimAttr().getInt(), in)))
-      return failure();
-    // all_to_all_c2
-    return checkOtherDims(*this, in, out, getSplitDimAttr().getInt(),
-                          getConcatDimAttr().getInt());
-  });
+  return verifyCollective(
+      *this, [&](RankedTensorType in, RankedTensorType out) -> LogicalResult {
+        // all_to_all_c1
+        if (failed(
+                checkDim(*this, "split_dim", getSplitDimAttr().getInt(), in)) ||
+            failed(
+                checkDim(*this, "concat_dim", getConcatDimAttr().getInt(), in)))
+          return failure();
+        // all_to_all_c2
+        return checkOtherDims(*this, in, out, getSplitDimAttr().getInt(),
+                              getConcatDimAttr().getInt());
+      });
 }
 
 LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &table) {
@@ -582,7 +588,8 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &table) {
       *this, table,
       [&](RankedTensorType in, RankedTensorType out,
           int64_t n) -> LogicalResult {
-        int64_t split = getSplitDimAttr().getInt(), concat = getConcatDimAttr().getInt();
+        int64_t split = getSplitDimAttr().getInt(),
+                concat = getConcatDimAttr().getInt();
         if (split == concat)
           return checkScaledDim(*this, in, out, split, n, n);
         SmallVector<int64_t> shape(in.getShape());
@@ -597,10 +604,9 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &table) {
           shape[concat] *= n;
         for (int64_t d : {split, concat})
           if (!compatibleDim(shape[d], out.getDimSize(d)))
-            return emitOpError()
-                   << "result dimension " << d << " should be " << shape[d]
-                   << " for a group of " << n << " ranks, found "
-                   << out.getDimSize(d);
+            return emitOpError() << "result dimension " << d << " should be "
+                                 << shape[d] << " for a group of " << n
+                                 << " ranks, found " << out.getDimSize(d);
         return success();
       });
 }
@@ -615,12 +621,13 @@ LogicalResult AllToAllOp::fold(FoldAdaptor,
 LogicalResult BroadcastOp::verify() {
   // broadcast_c1
   if (getRootAttr().getInt() < 0)
-    return emitOpError() << "root must be non-negative, found " << getRootAttr().getInt();
-  return verifyCollective(*this, [&](RankedTensorType in,
-                                     RankedTensorType out) {
-    // broadcast_c2
-    return checkSameType(*this, in, out);
-  });
+    return emitOpError() << "root must be non-negative, found "
+                         << getRootAttr().getInt();
+  return verifyCollective(*this,
+                          [&](RankedTensorType in, RankedTensorType out) {
+                            // broadcast_c2
+                            return checkSameType(*this, in, out);
+                          });
 }
 
 LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &table) {
@@ -705,8 +712,7 @@ void WaitOp::getCanonicalizationPatterns(RewritePatternSet &results,
 // Foreach ops
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyForeach(Operation *op,
-                                   ArrayRef<OperandRange> lists,
+static LogicalResult verifyForeach(Operation *op, ArrayRef<OperandRange> lists,
                                    OperandRange scalars, bool scalarRequired) {
   OperandRange self = lists.front();
   // foreach_c1
@@ -714,15 +720,15 @@ static LogicalResult verifyForeach(Operation *op,
     return op->emitOpError("needs at least one tensor in each list");
   for (auto [i, list] : llvm::enumerate(lists.drop_front()))
     if (list.size() != self.size())
-      return op->emitOpError() << "tensor list #" << i + 1 << " has "
-                               << list.size() << " entries, expected "
-                               << self.size();
+      return op->emitOpError()
+             << "tensor list #" << i + 1 << " has " << list.size()
+             << " entries, expected " << self.size();
   // foreach_c2
   for (auto [i, value] : llvm::enumerate(self)) {
     if (!isFloatTensor(value.getType()))
-      return op->emitOpError() << "entry #" << i
-                               << " must be a float tensor, found "
-                               << value.getType();
+      return op->emitOpError()
+             << "entry #" << i << " must be a float tensor, found "
+             << value.getType();
     for (auto [l, list] : llvm::enumerate(lists.drop_front()))
       if (list[i].getType() != value.getType())
         return op->emitOpError()
@@ -732,9 +738,9 @@ static LogicalResult verifyForeach(Operation *op,
   // foreach_c3
   if (scalars.empty() ? scalarRequired
                       : scalars.size() != 1 && scalars.size() != self.size())
-    return op->emitOpError() << "needs " << (scalarRequired ? "" : "no, ")
-                             << "one shared or " << self.size()
-                             << " per-entry scalars, found " << scalars.size();
+    return op->emitOpError()
+           << "needs " << (scalarRequired ? "" : "no, ") << "one shared or "
+           << self.size() << " per-entry scalars, found " << scalars.size();
   return success();
 }
 
@@ -781,10 +787,10 @@ static LogicalResult verifyParamList(Operation *op, StringRef name,
   for (auto [i, pair] : llvm::enumerate(llvm::zip(params, list))) {
     auto [param, value] = pair;
     if (param.getType() != value.getType())
-      return op->emitOpError() << name << " #" << i << " has type "
-                               << value.getType() << ", expected "
-                               << param.getType() << " (the type of param #"
-                               << i << ")";
+      return op->emitOpError()
+             << name << " #" << i << " has type " << value.getType()
+             << ", expected " << param.getType() << " (the type of param #" << i
+             << ")";
   }
   return success();
 }
@@ -794,9 +800,9 @@ static LogicalResult verifyParams(Operation *op, OperandRange params) {
     return op->emitOpError("needs at least one param");
   for (auto [i, param] : llvm::enumerate(params))
     if (!isFloatTensor(param.getType()))
-      return op->emitOpError() << "param #" << i
-                               << " must be a float tensor, found "
-                               << param.getType();
+      return op->emitOpError()
+             << "param #" << i << " must be a float tensor, found "
+             << param.getType();
   return success();
 }
 
@@ -875,9 +881,7 @@ ResultRange SGDOp::getNewParams() {
 ResultRange SGDOp::getNewMomentumBuffers() {
   return getResults().slice(getParams().size(), getMomentumBuffers().size());
 }
-Value SGDOp::getNewStep() {
-  return getStep() ? getResults().back() : Value();
-}
+Value SGDOp::getNewStep() { return getStep() ? getResults().back() : Value(); }
 
 LogicalResult AdamOp::verify() {
   Operation *op = getOperation();
@@ -885,8 +889,7 @@ LogicalResult AdamOp::verify() {
   if (failed(verifyParams(op, getParams())) ||
       failed(verifyParamList(op, "grads", getParams(), getGrads())) ||
       failed(verifyParamList(op, "exp_avgs", getParams(), getExpAvgs())) ||
-      failed(
-          verifyParamList(op, "exp_avg_sqs", getParams(), getExpAvgSqs())))
+      failed(verifyParamList(op, "exp_avg_sqs", getParams(), getExpAvgSqs())))
     return failure();
   if (getSteps().size() != getParams().size())
     return emitOpError() << "has " << getParams().size() << " params but "
@@ -966,8 +969,8 @@ static LogicalResult verifyStateAccess(Operation *op, FlatSymbolRefAttr name,
                                        Type type,
                                        SymbolTableCollection &symbolTable) {
   // load_c1, store_c1
-  auto state = dyn_cast_or_null<StateOp>(
-      symbolTable.lookupNearestSymbolFrom(op, name));
+  auto state =
+      dyn_cast_or_null<StateOp>(symbolTable.lookupNearestSymbolFrom(op, name));
   if (!state)
     return op->emitOpError() << name << " does not name an 'spmd.state'";
   // load_c2, store_c2
