@@ -11,6 +11,8 @@ config.name = "SPMD"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir"]
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py"]
+# Tests run with `set -o pipefail` so a failing producer fails the pipeline.
+config.pipefail = True
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.spmd_obj_root, "test")
 
@@ -25,6 +27,24 @@ tool_dirs = [config.spmd_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions([ToolSubst("spmd-opt", unresolved="fatal")],
                                    tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# Upstream lowering of decomposed (spmd-free) programs to LLVM, and the JIT
+# runner, for the numeric integration tests.
+mlir_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+config.substitutions.append(
+    ("%lower-to-llvm-cpu",
+     "mlir-opt --convert-elementwise-to-linalg "
+     "'--one-shot-bufferize=bufferize-function-boundaries=1 "
+     "function-boundary-type-conversion=identity-layout-map' "
+     "--convert-linalg-to-loops --convert-scf-to-cf --expand-strided-metadata "
+     "--lower-affine --convert-math-to-llvm --convert-to-llvm "
+     "--reconcile-unrealized-casts"))
+config.substitutions.append(
+    ("%run-cpu",
+     "mlir-runner -e main -entry-point-result=void -shared-libs="
+     + os.path.join(mlir_lib_dir, "libmlir_runner_utils.so") + ","
+     + os.path.join(mlir_lib_dir, "libmlir_c_runner_utils.so")))
+config.substitutions.append(("%python", config.python_executable))
 
 if config.spmd_have_cuda:
     config.available_features.add("cuda-toolkit")

@@ -4,6 +4,7 @@
 #define SPMD_INITALL_H
 
 #include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,7 +25,10 @@ inline void registerAllDialects(DialectRegistry &registry) {
 }
 
 /// The generic transforms (canonicalize, cse, ...) and spmd's own passes.
-inline void registerAllPasses() { registerTransformsPasses(); }
+inline void registerAllPasses() {
+  registerTransformsPasses();
+  registerSpmdPasses();
+}
 
 } // namespace mlir::spmd
 

@@ -1,0 +1,23 @@
+//===- Passes.h - spmd transformation passes --------------------*- C++ -*-===//
+
+#ifndef SPMD_DIALECT_SPMD_TRANSFORMS_PASSES_H
+#define SPMD_DIALECT_SPMD_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::spmd {
+
+#define GEN_PASS_DECL
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h.inc"
+
+} // namespace mlir::spmd
+
+#endif // SPMD_DIALECT_SPMD_TRANSFORMS_PASSES_H

@@ -1,0 +1,215 @@
+//===- DecomposeOptimizers.cpp - spmd.sgd / spmd.adam to foreach ----------===//
+//
+// Mirrors torch.optim's foreach implementations op for op, so that float32
+// results agree with torch to rounding. The references are
+// torch/optim/sgd.py `_multi_tensor_sgd` and torch/optim/adam.py
+// `_multi_tensor_adam` (capturable=False, differentiable=False).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::spmd {
+#define GEN_PASS_DEF_SPMDDECOMPOSEOPTIMIZERSPASS
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h.inc"
+} // namespace mlir::spmd
+
+using namespace mlir;
+using namespace mlir::spmd;
+
+namespace {
+
+using Values = SmallVector<Value>;
+
+/// Builds foreach ops and the f64 scalars torch computes in Python.
+class ForeachBuilder {
+public:
+  ForeachBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  /// A Python float.
+  Value f64(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
+  }
+
+  Values neg(ValueRange x) { return results(ForeachNegOp::create(b, loc, x)); }
+  Values sqrt(ValueRange x) {
+    return results(ForeachSqrtOp::create(b, loc, x));
+  }
+  Values add(ValueRange x, ValueRange y, ValueRange alpha) {
+    return results(ForeachAddOp::create(b, loc, x, y, alpha));
+  }
+  Values maximum(ValueRange x, ValueRange y) {
+    return results(ForeachMaximumOp::create(b, loc, x, y));
+  }
+  Values lerp(ValueRange x, ValueRange y, ValueRange weight) {
+    return results(ForeachLerpOp::create(b, loc, x, y, weight));
+  }
+  Values addScalar(ValueRange x, ValueRange s) {
+    return results(ForeachAddScalarOp::create(b, loc, x, s));
+  }
+  Values mulScalar(ValueRange x, ValueRange s) {
+    return results(ForeachMulScalarOp::create(b, loc, x, s));
+  }
+  Values divScalar(ValueRange x, ValueRange s) {
+    return results(ForeachDivScalarOp::create(b, loc, x, s));
+  }
+  Values addcmul(ValueRange x, ValueRange y, ValueRange z, ValueRange s) {
+    return results(ForeachAddcmulOp::create(b, loc, x, y, z, s));
+  }
+  Values addcdiv(ValueRange x, ValueRange y, ValueRange z, ValueRange s) {
+    return results(ForeachAddcdivOp::create(b, loc, x, y, z, s));
+  }
+
+  /// The value of a 0-d float tensor as an f64 (torch: `step.item()`).
+  Value itemF64(Value tensor) {
+    Value item = tensor::ExtractOp::create(b, loc, tensor, ValueRange{});
+    if (item.getType().isF64())
+      return item;
+    return arith::ExtFOp::create(b, loc, b.getF64Type(), item);
+  }
+
+  OpBuilder &b;
+  Location loc;
+
+private:
+  static Values results(Operation *op) {
+    return Values(op->getResults().begin(), op->getResults().end());
+  }
+};
+
+/// torch.optim.sgd._multi_tensor_sgd.
+void decompose(SGDOp op) {
+  OpBuilder b(op);
+  ForeachBuilder fe(b, op.getLoc());
+  double lr = op.getLr().convertToDouble();
+  double momentum = op.getMomentum().convertToDouble();
+  double dampening = op.getDampening().convertToDouble();
+  double weightDecay = op.getWeightDecay().convertToDouble();
+
+  Values params(op.getParams()), grads(op.getGrads());
+  Values bufs(op.getMomentumBuffers());
+  if (op.getMaximize())
+    grads = fe.neg(grads);
+  if (weightDecay != 0.0)
+    grads = fe.add(grads, params, fe.f64(weightDecay));
+
+  Value newStep;
+  if (momentum != 0.0) {
+    // torch: a missing buffer becomes clone(grad); otherwise
+    // buf = momentum * buf + (1 - dampening) * grad. With (0, 1) as the
+    // coefficients on step 0 both are the same foreach ops.
+    Value step = op.getStep();
+    Value first = arith::CmpFOp::create(b, fe.loc, arith::CmpFPredicate::OEQ,
+                                        fe.itemF64(step), fe.f64(0.0));
+    Value bufScale = arith::SelectOp::create(b, fe.loc, first, fe.f64(0.0),
+                                             fe.f64(momentum));
+    Value gradScale = arith::SelectOp::create(b, fe.loc, first, fe.f64(1.0),
+                                              fe.f64(1.0 - dampening));
+    bufs = fe.mulScalar(bufs, bufScale);
+    bufs = fe.add(bufs, grads, gradScale);
+    grads = op.getNesterov() ? fe.add(grads, bufs, fe.f64(momentum)) : bufs;
+    newStep = fe.addScalar(step, fe.f64(1.0)).front();
+  }
+  params = fe.add(params, grads, fe.f64(-lr));
+
+  Values replacements = params;
+  llvm::append_range(replacements, bufs);
+  if (newStep)
+    replacements.push_back(newStep);
+  op->replaceAllUsesWith(replacements);
+  op->erase();
+}
+
+/// torch.optim.adam._multi_tensor_adam (Adam, and AdamW through
+/// decoupled_weight_decay).
+void decompose(AdamOp op) {
+  OpBuilder b(op);
+  ForeachBuilder fe(b, op.getLoc());
+  double lr = op.getLr().convertToDouble();
+  double beta1 = op.getBeta1().convertToDouble();
+  double beta2 = op.getBeta2().convertToDouble();
+  double eps = op.getEps().convertToDouble();
+  double weightDecay = op.getWeightDecay().convertToDouble();
+
+  Values params(op.getParams()), grads(op.getGrads());
+  Values expAvgs(op.getExpAvgs()), expAvgSqs(op.getExpAvgSqs());
+  Values maxExpAvgSqs(op.getMaxExpAvgSqs()), steps(op.getSteps());
+
+  if (op.getMaximize())
+    grads = fe.neg(grads);
+  steps = fe.addScalar(steps, fe.f64(1.0));
+  if (weightDecay != 0.0) {
+    if (op.getDecoupledWeightDecay())
+      params = fe.mulScalar(params, fe.f64(1.0 - lr * weightDecay));
+    else
+      grads = fe.add(grads, params, fe.f64(weightDecay));
+  }
+  expAvgs = fe.lerp(expAvgs, grads, fe.f64(1.0 - beta1));
+  expAvgSqs = fe.mulScalar(expAvgSqs, fe.f64(beta2));
+  expAvgSqs = fe.addcmul(expAvgSqs, grads, grads, fe.f64(1.0 - beta2));
+
+  // Per-parameter Python floats from the (incremented) step counters.
+  Values stepSizes, biasCorrection2Sqrts;
+  Value one = fe.f64(1.0), half = fe.f64(0.5), minusOne = fe.f64(-1.0);
+  Value beta1Value = fe.f64(beta1), beta2Value = fe.f64(beta2);
+  Value lrValue = fe.f64(lr);
+  for (Value step : steps) {
+    Value t = fe.itemF64(step);
+    Value bc1 = arith::SubFOp::create(
+        b, fe.loc, one, math::PowFOp::create(b, fe.loc, beta1Value, t));
+    Value bc2 = arith::SubFOp::create(
+        b, fe.loc, one, math::PowFOp::create(b, fe.loc, beta2Value, t));
+    Value stepSize = arith::MulFOp::create(
+        b, fe.loc, arith::DivFOp::create(b, fe.loc, lrValue, bc1), minusOne);
+    stepSizes.push_back(stepSize);
+    biasCorrection2Sqrts.push_back(math::PowFOp::create(b, fe.loc, bc2, half));
+  }
+
+  Values denom;
+  if (op.getAmsgrad()) {
+    maxExpAvgSqs = fe.maximum(maxExpAvgSqs, expAvgSqs);
+    denom = fe.sqrt(maxExpAvgSqs);
+  } else {
+    denom = fe.sqrt(expAvgSqs);
+  }
+  denom = fe.divScalar(denom, biasCorrection2Sqrts);
+  denom = fe.addScalar(denom, fe.f64(eps));
+  params = fe.addcdiv(params, expAvgs, denom, stepSizes);
+
+  Values replacements = params;
+  llvm::append_range(replacements, expAvgs);
+  llvm::append_range(replacements, expAvgSqs);
+  llvm::append_range(replacements, maxExpAvgSqs);
+  llvm::append_range(replacements, steps);
+  op->replaceAllUsesWith(replacements);
+  op->erase();
+}
+
+struct SpmdDecomposeOptimizersPass
+    : public spmd::impl::SpmdDecomposeOptimizersPassBase<
+          SpmdDecomposeOptimizersPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> optimizers;
+    getOperation().walk([&](Operation *op) {
+      if (isa<SGDOp, AdamOp>(op))
+        optimizers.push_back(op);
+    });
+    for (Operation *op : optimizers) {
+      if (auto sgd = dyn_cast<SGDOp>(op)) {
+        decompose(sgd);
+        ++numSGD;
+      } else {
+        decompose(cast<AdamOp>(op));
+        ++numAdam;
+      }
+    }
+  }
+};
+
+} // namespace
