@@ -5,6 +5,7 @@
 
 #include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
+#include "Spmd/Dialect/Spmd/Transforms/ShardingRules.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,6 +14,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::spmd {
@@ -22,12 +24,23 @@ inline void registerAllDialects(DialectRegistry &registry) {
   registry.insert<SpmdDialect, arith::ArithDialect, func::FuncDialect,
                   linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
                   tensor::TensorDialect>();
+  registerShardingRuleModels(registry);
 }
 
 /// The generic transforms (canonicalize, cse, ...) and spmd's own passes.
 inline void registerAllPasses() {
   registerTransformsPasses();
   registerSpmdPasses();
+  PassPipelineRegistration<>(
+      "spmd-distribute",
+      "Distributes a global program: spmd-propagate, spmd-expand, "
+      "spmd-dedup-collectives, canonicalize",
+      [](OpPassManager &pm) {
+        pm.addPass(createSpmdPropagatePass());
+        pm.addPass(createSpmdExpandPass());
+        pm.addNestedPass<func::FuncOp>(createSpmdDedupCollectivesPass());
+        pm.addPass(createCanonicalizerPass());
+      });
 }
 
 } // namespace mlir::spmd

@@ -995,3 +995,56 @@ LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &table) {
 
 #define GET_OP_CLASSES
 #include "Spmd/Dialect/Spmd/IR/SpmdOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Rank-local ops
+//===----------------------------------------------------------------------===//
+
+/// Resolves `mesh` and checks `axes` against it (unique, in range).
+static FailureOr<int64_t> verifyMeshAxes(Operation *op, FlatSymbolRefAttr name,
+                                         ArrayRef<int64_t> axes,
+                                         SymbolTableCollection &table) {
+  MeshOp mesh = lookupMesh(op, name, &table);
+  if (!mesh)
+    return failure();
+  llvm::SmallSet<int64_t, 4> seen;
+  for (int64_t axis : axes)
+    if (axis < 0 || axis >= mesh.getRank() || !seen.insert(axis).second)
+      return op->emitOpError() << "mesh axes must be unique and in [0, "
+                               << mesh.getRank() << "), found " << axis;
+  return mesh.getGroupSize(axes);
+}
+
+LogicalResult AxisIndexOp::verifySymbolUses(SymbolTableCollection &table) {
+  // axis_index_c1
+  return verifyMeshAxes(*this, getMeshAttr(), getAxes(), table);
+}
+
+LogicalResult LocalSliceOp::verify() {
+  // local_slice_c1
+  auto in = getInput().getType(), out = getResult().getType();
+  if (failed(checkDim(*this, "dim", getDimAttr().getInt(), in)))
+    return failure();
+  int64_t dim = getDimAttr().getInt();
+  return checkOtherDims(*this, in, out, dim, dim);
+}
+
+LogicalResult LocalSliceOp::verifySymbolUses(SymbolTableCollection &table) {
+  // local_slice_c2
+  FailureOr<int64_t> n = verifyMeshAxes(*this, getMeshAttr(), getAxes(), table);
+  if (failed(n))
+    return failure();
+  int64_t dim = getDimAttr().getInt();
+  int64_t size = getInput().getType().getDimSize(dim);
+  int64_t got = getResult().getType().getDimSize(dim);
+  if (ShapedType::isDynamic(size))
+    return success();
+  int64_t expected = size % *n == 0 ? size / *n : ShapedType::kDynamic;
+  if (got != expected)
+    return emitOpError() << "result dimension " << dim << " should be "
+                         << (ShapedType::isDynamic(expected)
+                                 ? std::string("dynamic (uneven chunks)")
+                                 : std::to_string(expected))
+                         << " for size " << size << " over " << *n << " ranks";
+  return success();
+}

@@ -38,4 +38,20 @@ def Spmd_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   ];
 }
 
+def Spmd_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::mlir::spmd";
+  let description = [{
+    The placement rule of an op for `spmd-propagate` and `spmd-expand`: how
+    its iteration factors drive the dimensions of its tensors, which factors
+    are reductions, and in which operands it is linear (so Partial values
+    pass through). Attached to upstream ops as external models
+    (`registerShardingRuleModels`); an op without a rule is computed
+    replicated.
+  }];
+  let methods = [
+    InterfaceMethod<"Returns the rule, or failure when this instance has none.",
+      "::mlir::FailureOr<::mlir::spmd::ShardingRule>", "getShardingRule">,
+  ];
+}
+
 #endif // SPMD_DIALECT_SPMD_IR_SPMDINTERFACES_TD

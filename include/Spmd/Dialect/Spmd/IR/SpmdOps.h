@@ -3,6 +3,7 @@
 #ifndef SPMD_DIALECT_SPMD_IR_SPMDOPS_H
 #define SPMD_DIALECT_SPMD_IR_SPMDOPS_H
 
+#include "Spmd/Dialect/Spmd/IR/ShardingRule.h"
 #include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/OpDefinition.h"

@@ -246,6 +246,54 @@ def Spmd_BroadcastOp : Spmd_CollectiveOp<"broadcast"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Rank-local ops
+//===----------------------------------------------------------------------===//
+
+def Spmd_AxisIndexOp : Spmd_Op<"axis_index", [
+    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "this rank's index in the group spanned by mesh axes";
+  let description = [{
+    The linear index (row-major over `axes`, in the order listed) of the
+    calling rank within its group. Rank-dependent but deterministic per rank,
+    hence `Pure`.
+
+    ```mlir
+    spmd.mesh @m(shape = 2x4)
+    %i = spmd.axis_index @m axes = [1] : index
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, DenseI64ArrayAttr:$axes);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$mesh `axes` `=` $axes attr-dict `:` type($result)";
+}
+
+def Spmd_LocalSliceOp : Spmd_Op<"local_slice", [
+    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "the chunk of a replicated tensor this rank keeps";
+  let description = [{
+    Replicate→Shard without communication: splits `dim` into as many chunks
+    as the group spanned by `axes` has ranks, with `torch.chunk` semantics
+    (chunks of `ceil(size / n)`, trailing ranks smaller or empty), and keeps
+    the chunk of the calling rank's group index. When the size is divisible
+    the result dimension is `size / n`; otherwise it is dynamic.
+
+    ```mlir
+    spmd.mesh @dp(shape = 4)
+    %s = spmd.local_slice %x on @dp axes = [0] dim = 0 : tensor<8x3xf32> -> tensor<2x3xf32>
+    %u = spmd.local_slice %y on @dp axes = [0] dim = 0 : tensor<6x3xf32> -> tensor<?x3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       DenseI64ArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `dim` `=` $dim attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Spmd_WaitOp : Spmd_Op<"wait", [
     Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "yields the tensors of asynchronous collectives";

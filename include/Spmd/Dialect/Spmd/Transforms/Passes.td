@@ -99,4 +99,102 @@ def SpmdDecomposeForeachPass
   ];
 }
 
+def SpmdPropagatePass : Pass<"spmd-propagate", "::mlir::ModuleOp"> {
+  let summary = "Gives every tensor value a placement (DTensor propagation)";
+  let description = [{
+    Decides, for a global program, how every tensor value is laid out over
+    the function's mesh, and records it where a user can see it: each placed
+    op gets `spmd.result_specs` (one spec per result) and `spmd.strategy`
+    (per factor group and mesh axis: the sharded factor, `-1` replicate, or
+    a negative code for a Partial pass-through); function arguments and
+    results without a spec get the one found.
+
+    Sources are fixed: `spmd.spec` on arguments, `spmd.annotate` (which also
+    states the layout of its input) and `spmd.redistribute` results, and
+    loaded state (its `spmd.state` spec; replicated by default). Every other
+    op is placed by its ShardingRule, one sweep in program order: per factor
+    group and mesh axis it takes the candidate with the least communication
+    under DTensor's cost model (bytes per rank: all_gather and
+    reduce_scatter (n-1)/n, all_reduce 2(n-1)/n, all_to_all (n-1)/n², local
+    slices free) to bring its operands to what it needs, plus the cost of
+    bringing its results to the spec a later annotate, store or return asks
+    for; ties go to fewer local re-slices of replicated data, then to sharded
+    compute. A contraction or reduction over a sharded factor yields
+    `partial<kind>`; linear ops (add/sub of partials, scaling by a
+    replicated value, transposes, reshapes, sums, matmul with one partial
+    side) keep it; everything else resolves it.
+
+    Errors: specs of several meshes in one function; an annotation that
+    contradicts its input's fixed spec (a note points at the other source);
+    ops with regions on tensors (`scf.for`, ...); collectives in the input.
+
+    Unsupported, computed replicated: ops without a rule (tensor slicing,
+    padding, concatenation, calls), linalg payloads that read
+    `linalg.index`, and sharding of dynamic dimensions.
+
+    ```mlir
+    // before
+    %y = linalg.matmul ins(%x, %w : tensor<8x4xf32>, tensor<4x2xf32>) ...
+    // after, with %x sharded on its rows
+    %y = linalg.matmul {spmd.result_specs = [#spmd.spec<@dp, [shard<0>]>],
+                        spmd.strategy = array<i64: 0>} ins(%x, %w ...) ...
+    ```
+  }];
+}
+
+def SpmdExpandPass : Pass<"spmd-expand", "::mlir::ModuleOp"> {
+  let summary = "Rewrites a placed global program to local shapes and collectives";
+  let description = [{
+    Turns the global program `spmd-propagate` placed into the program each
+    rank runs: every value gets its local type, and wherever an op needs an
+    operand in another layout than it has, the change becomes collectives
+    (DTensor's table): Partial→Replicate `all_reduce`, Partial→Shard
+    `reduce_scatter`, Shard→Replicate `all_gather`, Shard(i)→Shard(j)
+    `all_to_all`, Replicate→Shard `spmd.local_slice` (no communication),
+    Replicate→Partial local (kept on group index 0). Multi-axis specs
+    change axis by axis: inner to outer to undo shards and partials, then
+    outer to inner to apply the new ones. `spmd.annotate` and
+    `spmd.redistribute` disappear into those collectives; returns and
+    stores get their values in the function's result specs and the states'
+    specs; sharded state gets local-shaped storage.
+
+    Uneven shapes follow `torch.chunk`: a dimension of size `N` split over
+    `n` ranks has chunks of `ceil(N / n)` and a dynamic local size;
+    all_gather and reduce_scatter pad to `n * ceil(N / n)` and slice the
+    padding off. Uneven splits over several axes, and uneven sharded state,
+    are diagnosed.
+
+    ```mlir
+    // before (placed): %g partial<sum>, the update wants it replicated
+    %p1 = spmd.sgd params [%p] grads [%g] ...
+    // after
+    %r = spmd.all_reduce %g on @dp axes = [0] sum : tensor<4x8xf32> -> tensor<4x8xf32>
+    %p1 = spmd.sgd params [%p] grads [%r] ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def SpmdDedupCollectivesPass
+    : Pass<"spmd-dedup-collectives", "::mlir::func::FuncOp"> {
+  let summary = "Merges identical collectives and removes round trips";
+  let description = [{
+    Within each block, merges collectives (and waits, axis indices, local
+    slices) that have the same kind, operands, mesh, axes and attributes, so
+    several optimizer ops reading the same Partial gradient pay one
+    all_reduce; and removes round trips: `local_slice(all_gather(x))` back
+    to the same chunk is `x`, and `all_gather(local_slice(x))` of a
+    replicated `x` is `x`.
+
+    ```mlir
+    // before
+    %a = spmd.all_reduce %g on @dp axes = [0] sum : tensor<8xf32> -> tensor<8xf32>
+    %b = spmd.all_reduce %g on @dp axes = [0] sum : tensor<8xf32> -> tensor<8xf32>
+    // after: %b is %a
+    ```
+  }];
+}
+
 #endif // SPMD_DIALECT_SPMD_TRANSFORMS_PASSES_TD

@@ -1,0 +1,80 @@
+//===- Placement.h - placements shared by propagate and expand --*- C++ -*-===//
+//
+// spmd-propagate records, on every op it places, the strategy it chose
+// (`spmd.strategy`: per factor group and mesh axis, the sharded factor,
+// replicate, or a Partial pass-through) and the specs of its results
+// (`spmd.result_specs`). spmd-expand reads them back; both derive what an
+// op needs of its operands from the op's ShardingRule with the helpers here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMD_DIALECT_SPMD_TRANSFORMS_PLACEMENT_H
+#define SPMD_DIALECT_SPMD_TRANSFORMS_PLACEMENT_H
+
+#include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
+
+namespace mlir::spmd {
+
+/// One placement per mesh axis.
+using Placements = SmallVector<PlacementAttr>;
+
+constexpr StringLiteral kStrategyAttr = "spmd.strategy";
+constexpr StringLiteral kResultSpecsAttr = "spmd.result_specs";
+
+/// The choice for one factor group on one mesh axis.
+struct AxisChoice {
+  enum Kind { Replicate, Factor, Partial } kind = Replicate;
+  int64_t factor = -1;                            // Factor
+  ReductionKind partialKind = ReductionKind::Sum; // Partial
+  unsigned linearSet = 0;                         // Partial
+
+  int64_t encode() const;
+  static AxisChoice decode(int64_t code);
+  bool operator==(const AxisChoice &o) const {
+    return kind == o.kind && factor == o.factor &&
+           partialKind == o.partialKind && linearSet == o.linearSet;
+  }
+};
+
+/// The rule of `op`, or the fallback (every tensor replicated, nothing
+/// sharded) when it has none.
+ShardingRule getRuleOrFallback(Operation *op);
+
+Placements getReplicated(MLIRContext *ctx, unsigned meshRank);
+
+/// What operand `operand` must hold on one axis under `choice`; null for
+/// non-tensor operands.
+PlacementAttr getRequiredOperandPlacement(const ShardingRule &rule,
+                                          unsigned operand,
+                                          const AxisChoice &choice,
+                                          MLIRContext *ctx);
+
+/// What result `result` holds on one axis under `choice`; null for
+/// non-tensor results.
+PlacementAttr getResultPlacement(const ShardingRule &rule, unsigned result,
+                                 const AxisChoice &choice, MLIRContext *ctx);
+
+/// The strategy attribute: choices indexed [group * meshRank + axis].
+SmallVector<AxisChoice> readStrategy(Operation *op);
+
+/// The per-rank type of a value of global type `type` laid out as
+/// `placements` on `mesh`: sharded dimensions are divided (dynamic when a
+/// single axis splits them unevenly). Fails, with `emitError`, on an uneven
+/// split over several axes or a sharded dynamic dimension.
+FailureOr<RankedTensorType>
+getLocalType(RankedTensorType type, ArrayRef<PlacementAttr> placements,
+             MeshOp mesh, function_ref<InFlightDiagnostic()> emitError);
+
+/// Communication volume (bytes per rank) of changing one axis of size `n`
+/// from `from` to `to` for a tensor of `bytes` bytes: DTensor's model
+/// (all_gather and reduce_scatter (n-1)/n, all_reduce 2(n-1)/n, all_to_all
+/// (n-1)/n^2, local slices and Replicate→Partial free).
+double getRedistributionCost(PlacementAttr from, PlacementAttr to, int64_t n,
+                             double bytes);
+
+/// Global byte size of a tensor type (dynamic dimensions count as 1).
+double getByteSize(Type type);
+
+} // namespace mlir::spmd
+
+#endif // SPMD_DIALECT_SPMD_TRANSFORMS_PLACEMENT_H

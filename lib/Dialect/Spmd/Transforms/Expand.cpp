@@ -1,0 +1,687 @@
+//===- Expand.cpp - global program to local program with collectives ------===//
+
+#include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h"
+#include "Spmd/Dialect/Spmd/Transforms/Placement.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+
+namespace mlir::spmd {
+#define GEN_PASS_DEF_SPMDEXPANDPASS
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h.inc"
+} // namespace mlir::spmd
+
+using namespace mlir;
+using namespace mlir::spmd;
+
+namespace {
+
+bool isFlexibleOp(Operation *def) {
+  if (!def)
+    return false;
+  if (isa<tensor::EmptyOp>(def))
+    return true;
+  if (auto constant = dyn_cast<arith::ConstantOp>(def))
+    return isa<SplatElementsAttr>(constant.getValue()) &&
+           isa<RankedTensorType>(constant.getType());
+  if (auto fill = dyn_cast<linalg::FillOp>(def))
+    return fill.hasPureTensorSemantics() &&
+           isFlexibleOp(fill.getDpsInitOperand(0)->get().getDefiningOp());
+  return false;
+}
+
+/// The identity of `kind` as a constant of `type`, when `value` holds it.
+bool isIdentityOf(Attribute value, ReductionKind kind) {
+  auto f = dyn_cast_or_null<FloatAttr>(value);
+  if (!f)
+    return false;
+  double v = f.getValueAsDouble();
+  switch (kind) {
+  case ReductionKind::Sum:
+    return v == 0.0;
+  case ReductionKind::Prod:
+    return v == 1.0;
+  case ReductionKind::Max:
+    return std::isinf(v) && v < 0;
+  case ReductionKind::Min:
+    return std::isinf(v) && v > 0;
+  case ReductionKind::Avg:
+    return true;
+  }
+  return false;
+}
+
+class Expander {
+public:
+  Expander(func::FuncOp func, MeshOp mesh)
+      : func(func), mesh(mesh), ctx(func.getContext()), b(ctx),
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
+        rank(mesh.getRank()) {}
+
+  LogicalResult run();
+
+private:
+  FailureOr<RankedTensorType> localType(RankedTensorType global,
+                                        ArrayRef<PlacementAttr> placements,
+                                        Location loc) {
+    return getLocalType(global, placements, mesh,
+                        [&] { return mlir::emitError(loc); });
+  }
+  Value axisIndex(unsigned axis);
+  Value index(int64_t v, Location loc) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
+  /// This rank's size of a dimension of global size `size` split unevenly
+  /// over axis `axis`: clamp(size - idx * c, 0, c), c = ceil(size / n).
+  Value unevenSize(int64_t size, unsigned axis, Location loc);
+  FailureOr<Value> redistribute(Value value, RankedTensorType global,
+                                Placements from, Placements to, Location loc);
+  FailureOr<Value> materialize(Operation *def, RankedTensorType global,
+                               ArrayRef<PlacementAttr> to, Location loc);
+  FailureOr<Value> gather(Value v, RankedTensorType global, Placements &cur,
+                          unsigned axis, int64_t dim, Location loc);
+  FailureOr<Value> toPartial(Value v, unsigned axis, ReductionKind kind,
+                             Location loc);
+  FailureOr<Value> fill(Value like, RankedTensorType type, double value,
+                        Location loc);
+  LogicalResult expandOp(Operation *op);
+  LogicalResult setOperand(Operation *op, unsigned index,
+                           ArrayRef<PlacementAttr> want);
+
+  func::FuncOp func;
+  MeshOp mesh;
+  MLIRContext *ctx;
+  OpBuilder b;
+  FlatSymbolRefAttr meshRef;
+  unsigned rank;
+  DenseMap<Value, RankedTensorType> globalTypes;
+  DenseMap<Value, Placements> placements;
+  DenseMap<unsigned, Value> axisIndices;
+  DenseMap<std::pair<Value, Attribute>, Value> cache;
+};
+
+Value Expander::axisIndex(unsigned axis) {
+  auto it = axisIndices.find(axis);
+  if (it != axisIndices.end())
+    return it->second;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  Value idx = AxisIndexOp::create(b, func.getLoc(), b.getIndexType(), meshRef,
+                                  b.getDenseI64ArrayAttr({axis}));
+  axisIndices[axis] = idx;
+  return idx;
+}
+
+Value Expander::unevenSize(int64_t size, unsigned axis, Location loc) {
+  int64_t n = mesh.getShape()[axis];
+  int64_t chunk = (size + n - 1) / n;
+  Value start =
+      arith::MulIOp::create(b, loc, axisIndex(axis), index(chunk, loc));
+  Value left = arith::SubIOp::create(b, loc, index(size, loc), start);
+  Value low = arith::MaxSIOp::create(b, loc, left, index(0, loc));
+  return arith::MinSIOp::create(b, loc, low, index(chunk, loc));
+}
+
+FailureOr<Value> Expander::fill(Value like, RankedTensorType type, double value,
+                                Location loc) {
+  SmallVector<Value> dynamic;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      dynamic.push_back(tensor::DimOp::create(b, loc, like, d));
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                        type.getElementType(), dynamic);
+  Value scalar = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(type.getElementType(), value));
+  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+FailureOr<Value> Expander::gather(Value v, RankedTensorType global,
+                                  Placements &cur, unsigned axis, int64_t dim,
+                                  Location loc) {
+  Placements next = cur;
+  next[axis] = ReplicateAttr::get(ctx);
+  FailureOr<RankedTensorType> outType = localType(global, next, loc);
+  if (failed(outType))
+    return failure();
+  auto inType = cast<RankedTensorType>(v.getType());
+  int64_t n = mesh.getShape()[axis];
+  auto axes = b.getDenseI64ArrayAttr({axis});
+  cur = next;
+  if (!inType.isDynamicDim(dim)) {
+    return AllGatherOp::create(b, loc, TypeRange{*outType}, ValueRange{v},
+                               meshRef, axes, b.getI64IntegerAttr(dim))
+        .getResult(0);
+  }
+  // Uneven: pad every chunk to ceil(N / n), gather, drop the padding.
+  int64_t size = outType->getDimSize(dim);
+  int64_t chunk = (size + n - 1) / n;
+  SmallVector<int64_t> paddedShape(inType.getShape());
+  paddedShape[dim] = chunk;
+  auto paddedType = inType.clone(paddedShape);
+  SmallVector<OpFoldResult> low(inType.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> high(inType.getRank(), b.getIndexAttr(0));
+  Value have = tensor::DimOp::create(b, loc, v, dim);
+  high[dim] =
+      arith::SubIOp::create(b, loc, index(chunk, loc), have).getResult();
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getZeroAttr(inType.getElementType()));
+  Value padded = tensor::PadOp::create(b, loc, paddedType, v, low, high, zero);
+  SmallVector<int64_t> gatheredShape(paddedShape);
+  gatheredShape[dim] = chunk * n;
+  Value gathered =
+      AllGatherOp::create(b, loc, TypeRange{inType.clone(gatheredShape)},
+                          ValueRange{padded}, meshRef, axes,
+                          b.getI64IntegerAttr(dim))
+          .getResult(0);
+  SmallVector<OpFoldResult> offsets(inType.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(inType.getRank(), b.getIndexAttr(1));
+  for (int64_t d = 0; d < inType.getRank(); ++d)
+    sizes.push_back(b.getIndexAttr(outType->getDimSize(d)));
+  return tensor::ExtractSliceOp::create(b, loc, *outType, gathered, offsets,
+                                        sizes, strides)
+      .getResult();
+}
+
+FailureOr<Value> Expander::toPartial(Value v, unsigned axis, ReductionKind kind,
+                                     Location loc) {
+  // Partial avg/max/min of identical copies is the copy itself.
+  if (kind != ReductionKind::Sum && kind != ReductionKind::Prod)
+    return v;
+  auto type = cast<RankedTensorType>(v.getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return mlir::emitError(loc)
+           << "replicate to partial<" << stringifyReductionKind(kind)
+           << "> needs a float tensor, found " << type;
+  FailureOr<Value> identity =
+      fill(v, type, kind == ReductionKind::Sum ? 0.0 : 1.0, loc);
+  if (failed(identity))
+    return failure();
+  Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        axisIndex(axis), index(0, loc));
+  return arith::SelectOp::create(b, loc, type, isFirst, v, *identity)
+      .getResult();
+}
+
+FailureOr<Value> Expander::materialize(Operation *def, RankedTensorType global,
+                                       ArrayRef<PlacementAttr> to,
+                                       Location loc) {
+  FailureOr<RankedTensorType> type = localType(global, to, loc);
+  if (failed(type))
+    return failure();
+  SmallVector<Value> dynamic;
+  for (int64_t d = 0; d < type->getRank(); ++d) {
+    if (!type->isDynamicDim(d))
+      continue;
+    unsigned axis = 0;
+    for (auto [a, p] : llvm::enumerate(to))
+      if (auto shard = dyn_cast<ShardAttr>(p); shard && shard.getDim() == d)
+        axis = a;
+    dynamic.push_back(unevenSize(global.getDimSize(d), axis, loc));
+  }
+  if (isa<tensor::EmptyOp>(def))
+    return tensor::EmptyOp::create(b, loc, type->getShape(),
+                                   type->getElementType(), dynamic)
+        .getResult();
+  if (auto constant = dyn_cast<arith::ConstantOp>(def)) {
+    auto splat = cast<SplatElementsAttr>(constant.getValue());
+    if (type->hasStaticShape())
+      return arith::ConstantOp::create(
+                 b, loc,
+                 SplatElementsAttr::get(*type,
+                                        splat.getSplatValue<Attribute>()))
+          .getResult();
+    Value scalar = arith::ConstantOp::create(
+        b, loc, cast<TypedAttr>(splat.getSplatValue<Attribute>()));
+    return tensor::SplatOp::create(b, loc, *type, scalar, dynamic).getResult();
+  }
+  auto fillOp = cast<linalg::FillOp>(def);
+  Value init = fillOp.getDpsInitOperand(0)->get();
+  FailureOr<Value> newInit = materialize(
+      init.getDefiningOp(), cast<RankedTensorType>(init.getType()), to, loc);
+  if (failed(newInit))
+    return failure();
+  return linalg::FillOp::create(b, loc,
+                                ValueRange{fillOp.getDpsInputOperand(0)->get()},
+                                ValueRange{*newInit})
+      .getResult(0);
+}
+
+FailureOr<Value> Expander::redistribute(Value value, RankedTensorType global,
+                                        Placements from, Placements to,
+                                        Location loc) {
+  if (from == to && !isFlexibleOp(value.getDefiningOp()))
+    return value;
+  auto key = std::make_pair(value, Attribute(SpecAttr::get(ctx, meshRef, to)));
+  if (Value cached = cache.lookup(key))
+    return cached;
+
+  Value v = value;
+  Operation *def = value.getDefiningOp();
+  if (isFlexibleOp(def)) {
+    // Build it in the wanted layout; a Partial of anything but a fill of the
+    // reduction's identity is then made from the replicated copy.
+    Placements direct = to;
+    bool needsMask = false;
+    for (auto [a, p] : llvm::enumerate(to)) {
+      auto partial = dyn_cast<PartialAttr>(p);
+      if (!partial)
+        continue;
+      Attribute fillValue;
+      if (auto fillOp = dyn_cast<linalg::FillOp>(def))
+        matchPattern(fillOp.getDpsInputOperand(0)->get(),
+                     m_Constant(&fillValue));
+      if (!isa<tensor::EmptyOp>(def) &&
+          !isIdentityOf(fillValue, partial.getKind())) {
+        direct[a] = ReplicateAttr::get(ctx);
+        needsMask = true;
+      }
+    }
+    FailureOr<Value> built = materialize(def, global, direct, loc);
+    if (failed(built))
+      return failure();
+    v = *built;
+    if (!needsMask) {
+      cache[key] = v;
+      return v;
+    }
+    from = direct;
+  }
+
+  Placements cur = from;
+  auto partialOf = [](PlacementAttr p) { return dyn_cast<PartialAttr>(p); };
+  auto shardDim = [](PlacementAttr p) -> int64_t {
+    auto s = dyn_cast<ShardAttr>(p);
+    return s ? s.getDim() : -1;
+  };
+  auto shardedElsewhere = [&](const Placements &ps, int64_t dim,
+                              unsigned axis) {
+    for (auto [a, p] : llvm::enumerate(ps))
+      if (a != axis && shardDim(p) == dim)
+        return true;
+    return false;
+  };
+  auto evenOn = [&](int64_t dim, unsigned axis) {
+    return global.getDimSize(dim) % mesh.getShape()[axis] == 0;
+  };
+
+  // Inner to outer: undo the shards and partials that change.
+  for (int a = rank - 1; a >= 0; --a) {
+    if (cur[a] == to[a])
+      continue;
+    auto axes = b.getDenseI64ArrayAttr({a});
+    if (auto partial = partialOf(cur[a])) {
+      int64_t d = shardDim(to[a]);
+      if (d >= 0 && !shardedElsewhere(cur, d, a) &&
+          !shardedElsewhere(to, d, a)) {
+        Placements next = cur;
+        next[a] = to[a];
+        FailureOr<RankedTensorType> outType = localType(global, next, loc);
+        if (failed(outType))
+          return failure();
+        auto inType = cast<RankedTensorType>(v.getType());
+        int64_t n = mesh.getShape()[a];
+        auto kind = ReductionKindAttr::get(ctx, partial.getKind());
+        if (evenOn(d, a)) {
+          v = ReduceScatterOp::create(b, loc, TypeRange{*outType},
+                                      ValueRange{v}, meshRef, axes, kind,
+                                      b.getI64IntegerAttr(d))
+                  .getResult(0);
+        } else {
+          // Pad to n * ceil(N / n), reduce-scatter, keep this rank's part.
+          int64_t size = inType.getDimSize(d);
+          int64_t chunk = (size + n - 1) / n;
+          SmallVector<int64_t> shape(inType.getShape());
+          shape[d] = chunk * n;
+          SmallVector<OpFoldResult> low(inType.getRank(), b.getIndexAttr(0));
+          SmallVector<OpFoldResult> high(low);
+          high[d] = b.getIndexAttr(chunk * n - size);
+          Value zero = arith::ConstantOp::create(
+              b, loc, b.getZeroAttr(inType.getElementType()));
+          Value padded = tensor::PadOp::create(b, loc, inType.clone(shape), v,
+                                               low, high, zero);
+          shape[d] = chunk;
+          Value scattered =
+              ReduceScatterOp::create(b, loc, TypeRange{inType.clone(shape)},
+                                      ValueRange{padded}, meshRef, axes, kind,
+                                      b.getI64IntegerAttr(d))
+                  .getResult(0);
+          SmallVector<OpFoldResult> offsets(inType.getRank(),
+                                            b.getIndexAttr(0));
+          SmallVector<OpFoldResult> sizes,
+              strides(inType.getRank(), b.getIndexAttr(1));
+          for (int64_t i = 0; i < inType.getRank(); ++i)
+            sizes.push_back(i == d ? OpFoldResult(unevenSize(size, a, loc))
+                                   : b.getIndexAttr(shape[i]));
+          v = tensor::ExtractSliceOp::create(b, loc, *outType, scattered,
+                                             offsets, sizes, strides);
+        }
+        cur = next;
+        continue;
+      }
+      auto type = cast<RankedTensorType>(v.getType());
+      v = AllReduceOp::create(b, loc, TypeRange{type}, ValueRange{v}, meshRef,
+                              axes,
+                              ReductionKindAttr::get(ctx, partial.getKind()))
+              .getResult(0);
+      cur[a] = ReplicateAttr::get(ctx);
+      continue;
+    }
+    int64_t i = shardDim(cur[a]);
+    if (i < 0)
+      continue; // replicate: handled below
+    // An inner axis splitting the same dimension goes first.
+    for (unsigned inner = a + 1; inner < rank; ++inner)
+      if (shardDim(cur[inner]) == i) {
+        FailureOr<Value> g = gather(v, global, cur, inner, i, loc);
+        if (failed(g))
+          return failure();
+        v = *g;
+      }
+    int64_t j = shardDim(to[a]);
+    if (j >= 0 && j != i && !shardedElsewhere(cur, i, a) &&
+        !shardedElsewhere(cur, j, a) && !shardedElsewhere(to, j, a) &&
+        evenOn(i, a) && evenOn(j, a)) {
+      Placements next = cur;
+      next[a] = to[a];
+      FailureOr<RankedTensorType> outType = localType(global, next, loc);
+      if (failed(outType))
+        return failure();
+      v = AllToAllOp::create(b, loc, TypeRange{*outType}, ValueRange{v},
+                             meshRef, axes, b.getI64IntegerAttr(j),
+                             b.getI64IntegerAttr(i))
+              .getResult(0);
+      cur = next;
+      continue;
+    }
+    FailureOr<Value> g = gather(v, global, cur, a, i, loc);
+    if (failed(g))
+      return failure();
+    v = *g;
+  }
+
+  // Outer to inner: apply the new shards and partials.
+  for (unsigned a = 0; a < rank; ++a) {
+    if (cur[a] == to[a])
+      continue;
+    if (int64_t d = shardDim(to[a]); d >= 0) {
+      for (unsigned inner = a + 1; inner < rank; ++inner)
+        if (shardDim(cur[inner]) == d) {
+          FailureOr<Value> g = gather(v, global, cur, inner, d, loc);
+          if (failed(g))
+            return failure();
+          v = *g;
+        }
+      Placements next = cur;
+      next[a] = to[a];
+      FailureOr<RankedTensorType> outType = localType(global, next, loc);
+      if (failed(outType))
+        return failure();
+      v = LocalSliceOp::create(b, loc, *outType, v, meshRef,
+                               b.getDenseI64ArrayAttr({a}),
+                               b.getI64IntegerAttr(d));
+      cur = next;
+    } else if (auto partial = partialOf(to[a])) {
+      FailureOr<Value> p = toPartial(v, a, partial.getKind(), loc);
+      if (failed(p))
+        return failure();
+      v = *p;
+      cur[a] = to[a];
+    }
+  }
+  cache[key] = v;
+  return v;
+}
+
+LogicalResult Expander::setOperand(Operation *op, unsigned index,
+                                   ArrayRef<PlacementAttr> want) {
+  Value operand = op->getOperand(index);
+  auto global = globalTypes.lookup(operand);
+  if (!global)
+    return success();
+  auto it = placements.find(operand);
+  Placements have =
+      it != placements.end() ? it->second : getReplicated(ctx, rank);
+  b.setInsertionPoint(op);
+  FailureOr<Value> v =
+      redistribute(operand, global, have, Placements(want), op->getLoc());
+  if (failed(v))
+    return failure();
+  op->setOperand(index, *v);
+  return success();
+}
+
+LogicalResult Expander::expandOp(Operation *op) {
+  ShardingRule rule = getRuleOrFallback(op);
+  SmallVector<AxisChoice> strategy = readStrategy(op);
+  if (strategy.size() != rule.numGroups * rank)
+    return op->emitError("spmd-expand needs the placement spmd-propagate "
+                         "records; run spmd-propagate first");
+  for (unsigned o = 0; o < op->getNumOperands(); ++o) {
+    if (!isa<RankedTensorType>(op->getOperand(o).getType()))
+      continue;
+    Placements want;
+    for (unsigned a = 0; a < rank; ++a)
+      want.push_back(getRequiredOperandPlacement(
+          rule, o, strategy[rule.operandGroups[o] * rank + a], ctx));
+    if (failed(setOperand(op, o, want)))
+      return failure();
+  }
+  auto specs = op->getAttrOfType<ArrayAttr>(kResultSpecsAttr);
+  for (auto [r, result] : llvm::enumerate(op->getResults())) {
+    auto spec = dyn_cast<SpecAttr>(specs[r]);
+    if (!spec)
+      continue;
+    FailureOr<RankedTensorType> type = localType(
+        globalTypes.lookup(result), spec.getPlacements(), op->getLoc());
+    if (failed(type))
+      return failure();
+    result.setType(*type);
+  }
+  op->removeAttr(kStrategyAttr);
+  op->removeAttr(kResultSpecsAttr);
+  return success();
+}
+
+LogicalResult Expander::run() {
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : func.getArguments())
+    if (auto type = dyn_cast<RankedTensorType>(arg.getType())) {
+      globalTypes[arg] = type;
+      auto spec = func.getArgAttrOfType<SpecAttr>(
+          arg.getArgNumber(), SpmdDialect::getSpecAttrName());
+      placements[arg] =
+          spec ? Placements(spec.getPlacements()) : getReplicated(ctx, rank);
+    }
+  for (Operation &op : body) {
+    auto specs = op.getAttrOfType<ArrayAttr>(kResultSpecsAttr);
+    for (auto [r, result] : llvm::enumerate(op.getResults())) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type)
+        continue;
+      globalTypes[result] = type;
+      if (specs)
+        if (auto spec = dyn_cast<SpecAttr>(specs[r]))
+          placements[result] = Placements(spec.getPlacements());
+    }
+    if (auto annotate = dyn_cast<AnnotateOp>(op))
+      placements[annotate.getResult()] =
+          Placements(annotate.getSpec().getPlacements());
+    if (auto redistribute = dyn_cast<RedistributeOp>(op))
+      placements[redistribute.getResult()] =
+          Placements(redistribute.getSpec().getPlacements());
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+          load, load.getStateAttr());
+      placements[load.getResult()] =
+          state && state.getSpec()
+              ? Placements(state.getSpec()->getPlacements())
+              : getReplicated(ctx, rank);
+    }
+  }
+
+  // Local argument types.
+  SmallVector<Type> argTypes;
+  for (BlockArgument arg : func.getArguments()) {
+    if (auto global = globalTypes.lookup(arg)) {
+      FailureOr<RankedTensorType> type =
+          localType(global, placements[arg], func.getLoc());
+      if (failed(type))
+        return failure();
+      arg.setType(*type);
+    }
+    argTypes.push_back(arg.getType());
+  }
+
+  SmallVector<Operation *> ops;
+  for (Operation &op : body)
+    ops.push_back(&op);
+  SmallVector<Operation *> flexible;
+  for (Operation *op : ops) {
+    if (isFlexibleOp(op)) {
+      // Rebuilt per use in the layout the use needs.
+      flexible.push_back(op);
+      continue;
+    }
+    if (auto annotate = dyn_cast<AnnotateOp>(op)) {
+      Value input = annotate.getInput();
+      b.setInsertionPoint(op);
+      auto have = placements.lookup(input);
+      if (have.empty())
+        have = getReplicated(ctx, rank);
+      FailureOr<Value> v = redistribute(
+          input, globalTypes.lookup(input), have,
+          Placements(annotate.getSpec().getPlacements()), op->getLoc());
+      if (failed(v))
+        return failure();
+      annotate.getResult().replaceAllUsesWith(*v);
+      op->erase();
+      continue;
+    }
+    if (auto redistribute = dyn_cast<RedistributeOp>(op)) {
+      Value input = redistribute.getInput();
+      b.setInsertionPoint(op);
+      auto have = placements.lookup(input);
+      if (have.empty())
+        have = getReplicated(ctx, rank);
+      FailureOr<Value> v = this->redistribute(
+          input, globalTypes.lookup(input), have,
+          Placements(redistribute.getSpec().getPlacements()), op->getLoc());
+      if (failed(v))
+        return failure();
+      redistribute.getResult().replaceAllUsesWith(*v);
+      op->erase();
+      continue;
+    }
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      FailureOr<RankedTensorType> type =
+          localType(globalTypes.lookup(load.getResult()),
+                    placements[load.getResult()], op->getLoc());
+      if (failed(type))
+        return failure();
+      load.getResult().setType(*type);
+      continue;
+    }
+    if (auto store = dyn_cast<StoreOp>(op)) {
+      auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+          store, store.getStateAttr());
+      Placements want = state && state.getSpec()
+                            ? Placements(state.getSpec()->getPlacements())
+                            : getReplicated(ctx, rank);
+      if (failed(setOperand(op, 0, want)))
+        return failure();
+      continue;
+    }
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      SmallVector<Type> resultTypes;
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        auto spec = func.getResultAttrOfType<SpecAttr>(
+            i, SpmdDialect::getSpecAttrName());
+        if (spec && globalTypes.lookup(v) &&
+            failed(setOperand(op, i, spec.getPlacements())))
+          return failure();
+        resultTypes.push_back(op->getOperand(i).getType());
+      }
+      func.setType(FunctionType::get(ctx, argTypes, resultTypes));
+      continue;
+    }
+    bool placed = op->hasAttr(kStrategyAttr);
+    bool touchesTensors =
+        llvm::any_of(op->getOperandTypes(), llvm::IsaPred<RankedTensorType>) ||
+        llvm::any_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>);
+    if (!placed && !touchesTensors)
+      continue;
+    if (failed(expandOp(op)))
+      return failure();
+  }
+  for (Operation *op : llvm::reverse(flexible)) {
+    if (!op->use_empty())
+      return op->emitError("spmd-expand: a use of this value was not expanded");
+    op->erase();
+  }
+  return success();
+}
+
+struct SpmdExpandPass : public spmd::impl::SpmdExpandPassBase<SpmdExpandPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto func :
+         llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+      if (func.isExternal())
+        continue;
+      SpecAttr spec;
+      for (unsigned i = 0; i < func.getNumArguments() && !spec; ++i)
+        spec =
+            func.getArgAttrOfType<SpecAttr>(i, SpmdDialect::getSpecAttrName());
+      for (unsigned i = 0; i < func.getNumResults() && !spec; ++i)
+        spec = func.getResultAttrOfType<SpecAttr>(
+            i, SpmdDialect::getSpecAttrName());
+      bool placed = false;
+      func.walk([&](Operation *op) { placed |= op->hasAttr(kStrategyAttr); });
+      if (!spec && !placed)
+        continue;
+      if (!spec) {
+        func.emitError("spmd-expand: placed ops but no argument or result "
+                       "spec; run spmd-propagate first");
+        return signalPassFailure();
+      }
+      auto mesh =
+          SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, spec.getMesh());
+      if (!mesh) {
+        func.emitError() << spec.getMesh() << " does not name an 'spmd.mesh'";
+        return signalPassFailure();
+      }
+      Expander expander(func, mesh);
+      if (failed(expander.run()))
+        return signalPassFailure();
+    }
+    // Sharded state gets local storage.
+    for (auto state : module.getOps<StateOp>()) {
+      std::optional<SpecAttr> spec = state.getSpec();
+      if (!spec)
+        continue;
+      auto mesh =
+          SymbolTable::lookupNearestSymbolFrom<MeshOp>(state, spec->getMesh());
+      if (!mesh)
+        continue;
+      FailureOr<RankedTensorType> type =
+          getLocalType(state.getTensorType(), spec->getPlacements(), mesh,
+                       [&] { return state.emitError(); });
+      if (failed(type))
+        return signalPassFailure();
+      if (!type->hasStaticShape()) {
+        state.emitError() << "sharded state needs dimensions that divide "
+                             "evenly over the mesh axes; "
+                          << state.getType() << " as " << *spec << " does not";
+        return signalPassFailure();
+      }
+      state.setType(*type);
+    }
+  }
+};
+
+} // namespace

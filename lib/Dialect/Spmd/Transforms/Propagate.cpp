@@ -1,0 +1,411 @@
+//===- Propagate.cpp - a placement for every tensor value -----------------===//
+//
+// One forward sweep in program order. Sources are fixed: function argument
+// specs, spmd.annotate / spmd.redistribute results, loaded state. For every
+// other op, each factor group and mesh axis gets the candidate (replicate,
+// shard one factor, or pass a Partial through a linear op) with the least
+// communication to bring its operands to what it needs, plus what its
+// results would cost to bring to the spec a later annotate, store or return
+// asks of them. Ties go to fewer local re-slices, then to sharded compute.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h"
+#include "Spmd/Dialect/Spmd/Transforms/Placement.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+
+#include <tuple>
+
+namespace mlir::spmd {
+#define GEN_PASS_DEF_SPMDPROPAGATEPASS
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h.inc"
+} // namespace mlir::spmd
+
+using namespace mlir;
+using namespace mlir::spmd;
+
+namespace {
+
+/// Values whose producer has no distributed inputs (tensor.empty, splat
+/// constants, fills of those): expansion builds them in whatever layout a
+/// user needs, so re-slicing them is free.
+bool isFlexible(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return false;
+  if (isa<tensor::EmptyOp>(def))
+    return true;
+  if (auto constant = dyn_cast<arith::ConstantOp>(def))
+    return isa<SplatElementsAttr>(constant.getValue());
+  if (auto fill = dyn_cast<linalg::FillOp>(def))
+    return fill.hasPureTensorSemantics() &&
+           isFlexible(fill.getDpsInitOperand(0)->get());
+  return false;
+}
+
+/// The spec sources of a function, to find its mesh.
+SmallVector<std::pair<SpecAttr, Operation *>> collectSpecs(func::FuncOp func) {
+  SmallVector<std::pair<SpecAttr, Operation *>> specs;
+  auto add = [&](Attribute attr, Operation *at) {
+    if (auto spec = dyn_cast_or_null<SpecAttr>(attr))
+      specs.push_back({spec, at});
+  };
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    add(func.getArgAttr(i, SpmdDialect::getSpecAttrName()), func);
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    add(func.getResultAttr(i, SpmdDialect::getSpecAttrName()), func);
+  func.walk([&](Operation *op) {
+    if (auto annotate = dyn_cast<AnnotateOp>(op))
+      add(annotate.getSpec(), op);
+    else if (auto redistribute = dyn_cast<RedistributeOp>(op))
+      add(redistribute.getSpec(), op);
+    else if (isa<LoadOp, StoreOp>(op)) {
+      auto name = isa<LoadOp>(op) ? cast<LoadOp>(op).getStateAttr()
+                                  : cast<StoreOp>(op).getStateAttr();
+      if (auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(op, name))
+        if (state.getSpec())
+          add(*state.getSpec(), op);
+    }
+  });
+  return specs;
+}
+
+class Propagator {
+public:
+  Propagator(func::FuncOp func, MeshOp mesh)
+      : func(func), mesh(mesh), ctx(func.getContext()), rank(mesh.getRank()) {}
+
+  LogicalResult run();
+
+private:
+  Placements placementOf(Value value) {
+    auto it = placements.find(value);
+    if (it != placements.end())
+      return it->second;
+    return getReplicated(ctx, rank);
+  }
+  Placements stateSpec(FlatSymbolRefAttr name, Operation *from) {
+    auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(from, name);
+    if (state && state.getSpec())
+      return Placements(state.getSpec()->getPlacements());
+    return getReplicated(ctx, rank);
+  }
+  void collectHints();
+  LogicalResult fix(Value value, ArrayRef<PlacementAttr> spec, Operation *at);
+  void place(Operation *op);
+
+  func::FuncOp func;
+  MeshOp mesh;
+  MLIRContext *ctx;
+  unsigned rank;
+  DenseMap<Value, Placements> placements;
+  /// Where a fixed value got its spec (for conflict notes).
+  DenseMap<Value, Operation *> fixedAt;
+  /// What later users ask of a value (annotate, store, return).
+  DenseMap<Value, Placements> hints;
+};
+
+void Propagator::collectHints() {
+  func.walk([&](Operation *op) {
+    if (auto annotate = dyn_cast<AnnotateOp>(op))
+      hints[annotate.getInput()] =
+          Placements(annotate.getSpec().getPlacements());
+    else if (auto store = dyn_cast<StoreOp>(op))
+      hints.try_emplace(store.getValue(),
+                        stateSpec(store.getStateAttr(), store));
+    else if (auto ret = dyn_cast<func::ReturnOp>(op))
+      for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+        if (auto spec = func.getResultAttrOfType<SpecAttr>(
+                i, SpmdDialect::getSpecAttrName()))
+          hints.try_emplace(v, Placements(spec.getPlacements()));
+  });
+}
+
+/// Gives `value` the fixed spec `spec` (from `at`); a value fixed twice to
+/// different specs is a conflict.
+LogicalResult Propagator::fix(Value value, ArrayRef<PlacementAttr> spec,
+                              Operation *at) {
+  auto it = fixedAt.find(value);
+  if (it != fixedAt.end() && Placements(spec) != placements[value]) {
+    InFlightDiagnostic diag =
+        at->emitError()
+        << "conflicting specs for the same value: "
+        << SpecAttr::get(ctx, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                         spec)
+        << " here, "
+        << SpecAttr::get(ctx, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                         placements[value])
+        << " before (use spmd.redistribute to change a spec)";
+    diag.attachNote(it->second->getLoc()) << "the other spec comes from here";
+    return diag;
+  }
+  placements[value] = Placements(spec);
+  fixedAt.try_emplace(value, at);
+  return success();
+}
+
+void Propagator::place(Operation *op) {
+  ShardingRule rule = getRuleOrFallback(op);
+  SmallVector<AxisChoice> strategy(rule.numGroups * rank);
+  SmallVector<Placements> operandNow;
+  for (Value operand : op->getOperands())
+    operandNow.push_back(placementOf(operand));
+
+  bool sourceLike = llvm::all_of(op->getOperands(), [](Value v) {
+    return !isa<RankedTensorType>(v.getType()) || isFlexible(v);
+  });
+  for (unsigned g = 0; g < rule.numGroups; ++g) {
+    // Factors already sharded on outer axes of this group (nested splits).
+    SmallVector<int64_t> factorSplit(rule.factors.size(), 1);
+    for (unsigned a = 0; a < rank; ++a) {
+      int64_t n = mesh.getShape()[a];
+      SmallVector<AxisChoice> candidates;
+      candidates.push_back(AxisChoice{});
+      for (auto [f, factor] : llvm::enumerate(rule.factors)) {
+        if (factor.group != g || ShapedType::isDynamic(factor.size) ||
+            factor.size < n)
+          continue;
+        if (factor.isReduction && !factor.combiner)
+          continue;
+        int64_t split = factorSplit[f] * n;
+        bool even = factor.size % split == 0;
+        if (!even && (factor.requiresEven || factorSplit[f] > 1))
+          continue;
+        bool used = false, twice = false;
+        for (auto &dims : llvm::concat<SmallVector<int64_t>>(rule.operandDims,
+                                                             rule.resultDims)) {
+          unsigned count = llvm::count(dims, static_cast<int64_t>(f));
+          used |= count > 0;
+          twice |= count > 1;
+        }
+        if (!used || twice)
+          continue;
+        AxisChoice choice;
+        choice.kind = AxisChoice::Factor;
+        choice.factor = f;
+        candidates.push_back(choice);
+      }
+      for (auto [s, set] : llvm::enumerate(rule.linearSets)) {
+        auto first = dyn_cast<PartialAttr>(operandNow[set.front()][a]);
+        if (!first || (first.getKind() != ReductionKind::Sum &&
+                       first.getKind() != ReductionKind::Avg))
+          continue;
+        if (!llvm::all_of(set, [&](unsigned o) {
+              return rule.operandGroups[o] == g && operandNow[o][a] == first;
+            }))
+          continue;
+        AxisChoice choice;
+        choice.kind = AxisChoice::Partial;
+        choice.partialKind = first.getKind();
+        choice.linearSet = s;
+        candidates.push_back(choice);
+      }
+
+      // (communication bytes, local re-slices, preference) lexicographic.
+      auto score = [&](const AxisChoice &c) {
+        double bytes = 0;
+        int slices = 0;
+        for (auto [o, operand] : llvm::enumerate(op->getOperands())) {
+          if (rule.operandGroups[o] != g ||
+              !isa<RankedTensorType>(operand.getType()))
+            continue;
+          PlacementAttr want = getRequiredOperandPlacement(rule, o, c, ctx);
+          PlacementAttr have = operandNow[o][a];
+          if (isFlexible(operand) || want == have)
+            continue;
+          if (rule.operandIsInit[o] && isa<PartialAttr>(want) &&
+              isa<ReplicateAttr>(have))
+            continue; // initial value of an accumulation: free
+          bytes += getRedistributionCost(have, want, n,
+                                         getByteSize(operand.getType()));
+          slices += isa<ReplicateAttr>(have) && isa<ShardAttr>(want);
+        }
+        for (auto [r, result] : llvm::enumerate(op->getResults())) {
+          if (rule.resultGroups[r] != g)
+            continue;
+          auto hint = hints.find(result);
+          if (hint == hints.end())
+            continue;
+          PlacementAttr have = getResultPlacement(rule, r, c, ctx);
+          bytes += getRedistributionCost(have, hint->second[a], n,
+                                         getByteSize(result.getType()));
+        }
+        // Ops with nothing distributed to read (tensor.empty, splats, their
+        // fills) stay replicated; expansion rebuilds them per use anyway.
+        int preference = sourceLike ? -1 : 3;
+        if (c.kind == AxisChoice::Factor)
+          preference = rule.factors[c.factor].isReduction ? 1 : 0;
+        else if (c.kind == AxisChoice::Partial)
+          preference = 2;
+        if (sourceLike && c.kind != AxisChoice::Replicate)
+          preference = 4;
+        return std::make_tuple(bytes, slices, preference);
+      };
+      AxisChoice best = candidates.front();
+      auto bestScore = score(best);
+      for (const AxisChoice &c : llvm::drop_begin(candidates)) {
+        auto s = score(c);
+        if (s < bestScore) {
+          best = c;
+          bestScore = s;
+        }
+      }
+      strategy[g * rank + a] = best;
+      if (best.kind == AxisChoice::Factor)
+        factorSplit[best.factor] *= n;
+    }
+  }
+
+  SmallVector<Attribute> resultSpecs;
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  for (auto [r, result] : llvm::enumerate(op->getResults())) {
+    if (!isa<RankedTensorType>(result.getType())) {
+      resultSpecs.push_back(UnitAttr::get(ctx));
+      continue;
+    }
+    Placements p;
+    for (unsigned a = 0; a < rank; ++a)
+      p.push_back(getResultPlacement(
+          rule, r, strategy[rule.resultGroups[r] * rank + a], ctx));
+    placements[result] = p;
+    resultSpecs.push_back(SpecAttr::get(ctx, meshRef, p));
+  }
+  SmallVector<int64_t> codes;
+  for (const AxisChoice &c : strategy)
+    codes.push_back(c.encode());
+  op->setAttr(kStrategyAttr, DenseI64ArrayAttr::get(ctx, codes));
+  op->setAttr(kResultSpecsAttr, ArrayAttr::get(ctx, resultSpecs));
+}
+
+LogicalResult Propagator::run() {
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  for (BlockArgument arg : func.getArguments()) {
+    if (!isa<RankedTensorType>(arg.getType()))
+      continue;
+    auto spec = func.getArgAttrOfType<SpecAttr>(arg.getArgNumber(),
+                                                SpmdDialect::getSpecAttrName());
+    Placements p =
+        spec ? Placements(spec.getPlacements()) : getReplicated(ctx, rank);
+    if (failed(fix(arg, p, func)))
+      return failure();
+    if (!spec)
+      func.setArgAttr(arg.getArgNumber(), SpmdDialect::getSpecAttrName(),
+                      SpecAttr::get(ctx, meshRef, p));
+  }
+  collectHints();
+
+  DenseMap<Value, std::pair<SpecAttr, Operation *>> annotated;
+  for (Operation &op : func.getBody().front()) {
+    if (auto annotate = dyn_cast<AnnotateOp>(op)) {
+      // An annotation states the layout of its input too.
+      auto [it, inserted] =
+          annotated.try_emplace(annotate.getInput(), annotate.getSpec(), &op);
+      if (!inserted && it->second.first != annotate.getSpec()) {
+        InFlightDiagnostic diag =
+            op.emitError() << "conflicting annotations of the same value: "
+                           << annotate.getSpec() << " here, "
+                           << it->second.first << " before";
+        diag.attachNote(it->second.second->getLoc())
+            << "the other annotation is here";
+        return diag;
+      }
+      auto fixedIt = fixedAt.find(annotate.getInput());
+      if (fixedIt != fixedAt.end() &&
+          placements[annotate.getInput()] !=
+              Placements(annotate.getSpec().getPlacements())) {
+        InFlightDiagnostic diag =
+            op.emitError() << "annotation " << annotate.getSpec()
+                           << " conflicts with the spec its input already has, "
+                           << SpecAttr::get(ctx, meshRef,
+                                            placements[annotate.getInput()])
+                           << " (use spmd.redistribute to change a spec)";
+        diag.attachNote(fixedIt->second->getLoc())
+            << "the input's spec comes from here";
+        return diag;
+      }
+      if (failed(fix(annotate.getResult(), annotate.getSpec().getPlacements(),
+                     &op)))
+        return failure();
+      continue;
+    }
+    if (auto redistribute = dyn_cast<RedistributeOp>(op)) {
+      if (failed(fix(redistribute.getResult(),
+                     redistribute.getSpec().getPlacements(), &op)))
+        return failure();
+      continue;
+    }
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      if (failed(
+              fix(load.getResult(), stateSpec(load.getStateAttr(), load), &op)))
+        return failure();
+      continue;
+    }
+    if (isa<StoreOp, func::ReturnOp>(op))
+      continue;
+    if (isa<CollectiveOpInterface, WaitOp, LocalSliceOp>(op))
+      return op.emitError("spmd-propagate runs on global programs; found a "
+                          "collective, which only a local program has");
+    if (op.getNumRegions() && !isa<linalg::LinalgOp>(op) &&
+        (llvm::any_of(op.getOperandTypes(), llvm::IsaPred<RankedTensorType>) ||
+         llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>)))
+      return op.emitError()
+             << "spmd-propagate does not support '" << op.getName()
+             << "' (an op with regions) on tensors";
+    place(&op);
+  }
+
+  // Results without a spec get the one propagation found, so callers (and
+  // spmd-expand) know what each rank returns.
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    if (isa<RankedTensorType>(v.getType()) &&
+        !func.getResultAttr(i, SpmdDialect::getSpecAttrName()))
+      func.setResultAttr(i, SpmdDialect::getSpecAttrName(),
+                         SpecAttr::get(ctx, meshRef, placementOf(v)));
+  return success();
+}
+
+struct SpmdPropagatePass
+    : public spmd::impl::SpmdPropagatePassBase<SpmdPropagatePass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (failed(runOnFunction(func)))
+        return signalPassFailure();
+  }
+
+  LogicalResult runOnFunction(func::FuncOp func) {
+    if (func.isExternal())
+      return success();
+    auto specs = collectSpecs(func);
+    if (specs.empty())
+      return success();
+    SpecAttr first = specs.front().first;
+    for (auto &[spec, at] : specs) {
+      if (spec.getMesh() == first.getMesh())
+        continue;
+      InFlightDiagnostic diag =
+          at->emitError() << "specs of one function must use one mesh; found "
+                          << spec.getMesh() << " and " << first.getMesh();
+      diag.attachNote(specs.front().second->getLoc())
+          << first.getMesh() << " is used here";
+      return failure();
+    }
+    auto mesh =
+        SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, first.getMesh());
+    if (!mesh)
+      return func.emitError()
+             << first.getMesh() << " does not name an 'spmd.mesh'";
+    if (!func.getBody().hasOneBlock())
+      return func.emitError("spmd-propagate supports single-block functions");
+    Propagator propagator(func, mesh);
+    return propagator.run();
+  }
+};
+
+} // namespace
