@@ -483,3 +483,30 @@ spmd.state @role : tensor<4xf32> role = weights
 
 // expected-error @+1 {{'spmd.mesh' op has more than 2147483647 ranks}}
 spmd.mesh @mesh_c5(shape = 65536x65536)
+
+// -----
+
+spmd.mesh @m(shape = 2x2)
+func.func @axis_index_c1() -> index {
+  // expected-error @+1 {{'spmd.axis_index' op mesh axes must be unique and in [0, 2), found 2}}
+  %0 = spmd.axis_index @m axes = [2] : index
+  return %0 : index
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+func.func @local_slice_c1(%x: tensor<8x3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'spmd.local_slice' op result dimension 1 (4) differs from input dimension 1 (3)}}
+  %0 = spmd.local_slice %x on @m axes = [0] dim = 0 : tensor<8x3xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+func.func @local_slice_c2(%x: tensor<6x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'spmd.local_slice' op result dimension 0 should be dynamic (uneven chunks) for size 6 over 4 ranks}}
+  %0 = spmd.local_slice %x on @m axes = [0] dim = 0 : tensor<6x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

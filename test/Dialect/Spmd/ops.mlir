@@ -67,6 +67,17 @@ func.func @collectives(%x: tensor<16x8xf32>, %g: tensor<16xf32>) {
   return
 }
 
+// CHECK-LABEL: func.func @rank_local
+func.func @rank_local(%x: tensor<8x3xf32>, %y: tensor<6x3xf32>) -> (index, tensor<2x3xf32>, tensor<?x3xf32>) {
+  // CHECK: spmd.axis_index @m axes = [1] : index
+  %i = spmd.axis_index @m axes = [1] : index
+  // CHECK: spmd.local_slice %{{.*}} on @dp axes = [0] dim = 0 : tensor<8x3xf32> -> tensor<2x3xf32>
+  %s = spmd.local_slice %x on @dp axes = [0] dim = 0 : tensor<8x3xf32> -> tensor<2x3xf32>
+  // CHECK: spmd.local_slice %{{.*}} on @dp axes = [0] dim = 0 : tensor<6x3xf32> -> tensor<?x3xf32>
+  %u = spmd.local_slice %y on @dp axes = [0] dim = 0 : tensor<6x3xf32> -> tensor<?x3xf32>
+  return %i, %s, %u : index, tensor<2x3xf32>, tensor<?x3xf32>
+}
+
 // CHECK-LABEL: func.func @async
 func.func @async(%x: tensor<16x8xf32>, %g: tensor<16xf32>) -> (tensor<16xf32>, tensor<16x8xf32>, tensor<4x8xf32>) {
   // CHECK: %[[F:.*]]:2 = spmd.all_reduce %{{.*}}, %{{.*}} on @m axes = [0, 1] avg : tensor<16xf32>, tensor<16x8xf32> -> !spmd.future<tensor<16xf32>>, !spmd.future<tensor<16x8xf32>>

@@ -4,6 +4,7 @@
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::spmd {
 #define GEN_PASS_DEF_SPMDDEDUPCOLLECTIVESPASS
@@ -95,6 +96,10 @@ struct SpmdDedupCollectivesPass
         op.replaceAllUsesWith(it->second);
         op.erase();
       }
+      // Collectives a round trip bypassed are dead now.
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*block)))
+        if (isDedupCandidate(&op) && isOpTriviallyDead(&op))
+          op.erase();
     });
   }
 };

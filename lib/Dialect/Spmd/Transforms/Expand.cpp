@@ -633,28 +633,22 @@ struct SpmdExpandPass : public spmd::impl::SpmdExpandPassBase<SpmdExpandPass> {
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
       if (func.isExternal())
         continue;
-      SpecAttr spec;
-      for (unsigned i = 0; i < func.getNumArguments() && !spec; ++i)
-        spec =
-            func.getArgAttrOfType<SpecAttr>(i, SpmdDialect::getSpecAttrName());
-      for (unsigned i = 0; i < func.getNumResults() && !spec; ++i)
-        spec = func.getResultAttrOfType<SpecAttr>(
-            i, SpmdDialect::getSpecAttrName());
+      auto meshRef = func->getAttrOfType<FlatSymbolRefAttr>(kFuncMeshAttr);
       bool placed = false;
       func.walk([&](Operation *op) { placed |= op->hasAttr(kStrategyAttr); });
-      if (!spec && !placed)
-        continue;
-      if (!spec) {
-        func.emitError("spmd-expand: placed ops but no argument or result "
-                       "spec; run spmd-propagate first");
+      if (!meshRef) {
+        if (!placed)
+          continue;
+        func.emitError("spmd-expand: placed ops in a function spmd-propagate "
+                       "did not mark; run spmd-propagate first");
         return signalPassFailure();
       }
-      auto mesh =
-          SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, spec.getMesh());
+      auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, meshRef);
       if (!mesh) {
-        func.emitError() << spec.getMesh() << " does not name an 'spmd.mesh'";
+        func.emitError() << meshRef << " does not name an 'spmd.mesh'";
         return signalPassFailure();
       }
+      func->removeAttr(kFuncMeshAttr);
       Expander expander(func, mesh);
       if (failed(expander.run()))
         return signalPassFailure();

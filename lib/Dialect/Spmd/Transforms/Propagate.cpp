@@ -403,6 +403,7 @@ struct SpmdPropagatePass
              << first.getMesh() << " does not name an 'spmd.mesh'";
     if (!func.getBody().hasOneBlock())
       return func.emitError("spmd-propagate supports single-block functions");
+    func->setAttr(kFuncMeshAttr, first.getMesh());
     Propagator propagator(func, mesh);
     return propagator.run();
   }

@@ -20,6 +20,8 @@ using Placements = SmallVector<PlacementAttr>;
 
 constexpr StringLiteral kStrategyAttr = "spmd.strategy";
 constexpr StringLiteral kResultSpecsAttr = "spmd.result_specs";
+/// On a function spmd-propagate placed: the mesh it distributes over.
+constexpr StringLiteral kFuncMeshAttr = "spmd.mesh";
 
 /// The choice for one factor group on one mesh axis.
 struct AxisChoice {

@@ -1,0 +1,309 @@
+// RUN: spmd-opt %s --spmd-propagate --spmd-expand --canonicalize --split-input-file | FileCheck %s
+
+// Every redistribute pair on a 1-D mesh of 4 ranks (tensor<8x4xf32>), then
+// uneven shapes (torch.chunk semantics), Partial kinds, and 2-D meshes. Each
+// case checks the exact collective, its axes and dims, and the local types.
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @r_to_s0
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>
+// CHECK-SAME: -> (tensor<2x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>]>})
+// CHECK: spmd.local_slice %[[X]] on @m axes = [0] dim = 0 : tensor<8x4xf32> -> tensor<2x4xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @r_to_s0(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [replicate]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [shard<0>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @r_to_s1
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>
+// CHECK-SAME: -> (tensor<8x1xf32> {spmd.spec = #spmd.spec<@m, [shard<1>]>})
+// CHECK: spmd.local_slice %[[X]] on @m axes = [0] dim = 1 : tensor<8x4xf32> -> tensor<8x1xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @r_to_s1(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [replicate]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [shard<1>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @r_to_p
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>
+// CHECK-SAME: -> (tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [partial<sum>]>})
+// CHECK: %[[I:.*]] = spmd.axis_index @m axes = [0] : index
+// CHECK: %[[Z:.*]] = linalg.fill
+// CHECK: %[[F:.*]] = arith.cmpi eq, %[[I]]
+// CHECK: arith.select %[[F]], %[[X]], %[[Z]] : tensor<8x4xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @r_to_p(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [replicate]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [partial<sum>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @s0_to_r
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>
+// CHECK-SAME: -> (tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [replicate]>})
+// CHECK: spmd.all_gather %[[X]] on @m axes = [0] gather_dim = 0 : tensor<2x4xf32> -> tensor<8x4xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @s0_to_r(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [replicate]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @s0_to_s1
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>
+// CHECK-SAME: -> (tensor<8x1xf32> {spmd.spec = #spmd.spec<@m, [shard<1>]>})
+// CHECK: spmd.all_to_all %[[X]] on @m axes = [0] split_dim = 1 concat_dim = 0 : tensor<2x4xf32> -> tensor<8x1xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @s0_to_s1(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [shard<1>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @s0_to_p
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>
+// CHECK-SAME: -> (tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [partial<sum>]>})
+// CHECK: %[[G:.*]] = spmd.all_gather %[[X]] on @m axes = [0] gather_dim = 0 : tensor<2x4xf32> -> tensor<8x4xf32>
+// CHECK: arith.select %{{.*}}, %[[G]], %{{.*}} : tensor<8x4xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @s0_to_p(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [partial<sum>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @s1_to_r
+// CHECK-SAME: (%[[X:.*]]: tensor<8x1xf32>
+// CHECK-SAME: -> (tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [replicate]>})
+// CHECK: spmd.all_gather %[[X]] on @m axes = [0] gather_dim = 1 : tensor<8x1xf32> -> tensor<8x4xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @s1_to_r(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<1>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [replicate]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @s1_to_s0
+// CHECK-SAME: (%[[X:.*]]: tensor<8x1xf32>
+// CHECK-SAME: -> (tensor<2x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>]>})
+// CHECK: spmd.all_to_all %[[X]] on @m axes = [0] split_dim = 0 concat_dim = 1 : tensor<8x1xf32> -> tensor<2x4xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @s1_to_s0(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<1>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [shard<0>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @s1_to_p
+// CHECK-SAME: (%[[X:.*]]: tensor<8x1xf32>
+// CHECK-SAME: -> (tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [partial<sum>]>})
+// CHECK: %[[G:.*]] = spmd.all_gather %[[X]] on @m axes = [0] gather_dim = 1 : tensor<8x1xf32> -> tensor<8x4xf32>
+// CHECK: arith.select %{{.*}}, %[[G]], %{{.*}} : tensor<8x4xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @s1_to_p(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<1>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [partial<sum>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @p_to_r
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>
+// CHECK-SAME: -> (tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [replicate]>})
+// CHECK: spmd.all_reduce %[[X]] on @m axes = [0] sum : tensor<8x4xf32> -> tensor<8x4xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @p_to_r(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [partial<sum>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [replicate]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @p_to_s0
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>
+// CHECK-SAME: -> (tensor<2x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>]>})
+// CHECK: spmd.reduce_scatter %[[X]] on @m axes = [0] sum scatter_dim = 0 : tensor<8x4xf32> -> tensor<2x4xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @p_to_s0(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [partial<sum>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [shard<0>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @p_to_s1
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>
+// CHECK-SAME: -> (tensor<8x1xf32> {spmd.spec = #spmd.spec<@m, [shard<1>]>})
+// CHECK: spmd.reduce_scatter %[[X]] on @m axes = [0] sum scatter_dim = 1 : tensor<8x4xf32> -> tensor<8x1xf32>
+// CHECK-NOT: spmd.all_
+// CHECK: return
+func.func @p_to_s1(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [partial<sum>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [shard<1>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+// -----
+
+// Same spec: nothing to do.
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @same
+// CHECK-NEXT: return %arg0
+func.func @same(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [shard<0>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+// Partial max: all_reduce max; Replicate -> partial<max> is free.
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @max_to_r
+// CHECK: spmd.all_reduce %{{.*}} on @m axes = [0] max
+func.func @max_to_r(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [partial<max>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [replicate]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+// CHECK-LABEL: func.func @r_to_max
+// CHECK-NEXT: return %arg0
+func.func @r_to_max(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@m, [partial<max>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+// Uneven: 6 rows over 4 ranks are chunks of 2, 2, 2, 0 (torch.chunk). The
+// local size is dynamic; gathers pad to 2 rows per rank and drop the padding.
+spmd.mesh @m(shape = 4)
+// CHECK-LABEL: func.func @uneven_s0_to_r
+// CHECK-SAME: (%[[X:.*]]: tensor<?x4xf32>
+// CHECK-SAME: -> (tensor<6x4xf32>
+// CHECK: %[[D:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x4xf32>
+// CHECK: %[[H:.*]] = arith.subi %{{.*}}, %[[D]]
+// CHECK: %[[P:.*]] = tensor.pad %[[X]] low[0, 0] high[%[[H]], 0]
+// CHECK: } : tensor<?x4xf32> to tensor<2x4xf32>
+// CHECK: %[[G:.*]] = spmd.all_gather %[[P]] on @m axes = [0] gather_dim = 0 : tensor<2x4xf32> -> tensor<8x4xf32>
+// CHECK: tensor.extract_slice %[[G]][0, 0] [6, 4] [1, 1] : tensor<8x4xf32> to tensor<6x4xf32>
+func.func @uneven_s0_to_r(%x: tensor<6x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>]>}) -> tensor<6x4xf32> {
+  %r = spmd.redistribute %x to <@m, [replicate]> : tensor<6x4xf32>
+  return %r : tensor<6x4xf32>
+}
+// CHECK-LABEL: func.func @uneven_r_to_s0
+// CHECK: spmd.local_slice %{{.*}} on @m axes = [0] dim = 0 : tensor<6x4xf32> -> tensor<?x4xf32>
+func.func @uneven_r_to_s0(%x: tensor<6x4xf32>) -> tensor<6x4xf32> {
+  %r = spmd.redistribute %x to <@m, [shard<0>]> : tensor<6x4xf32>
+  return %r : tensor<6x4xf32>
+}
+// Partial -> uneven shard: pad to 8 rows, reduce_scatter, keep
+// clamp(6 - 2 * idx, 0, 2) rows.
+// CHECK-LABEL: func.func @uneven_p_to_s0
+// CHECK: %[[I:.*]] = spmd.axis_index @m axes = [0] : index
+// CHECK: %[[P:.*]] = tensor.pad %{{.*}} low[0, 0] high[2, 0]
+// CHECK: } : tensor<6x4xf32> to tensor<8x4xf32>
+// CHECK: %[[S:.*]] = spmd.reduce_scatter %[[P]] on @m axes = [0] sum scatter_dim = 0 : tensor<8x4xf32> -> tensor<2x4xf32>
+// CHECK: %[[O:.*]] = arith.muli %[[I]]
+// CHECK: %[[L:.*]] = arith.subi %{{.*}}, %[[O]]
+// CHECK: %[[M:.*]] = arith.maxsi %[[L]]
+// CHECK: %[[N:.*]] = arith.minsi %[[M]]
+// CHECK: tensor.extract_slice %[[S]][0, 0] [%[[N]], 4] [1, 1] : tensor<2x4xf32> to tensor<?x4xf32>
+func.func @uneven_p_to_s0(%x: tensor<6x4xf32> {spmd.spec = #spmd.spec<@m, [partial<sum>]>}) -> tensor<6x4xf32> {
+  %r = spmd.redistribute %x to <@m, [shard<0>]> : tensor<6x4xf32>
+  return %r : tensor<6x4xf32>
+}
+// Uneven shard -> shard of another dimension goes through replicate.
+// CHECK-LABEL: func.func @uneven_s0_to_s1
+// CHECK: spmd.all_gather
+// CHECK: spmd.local_slice %{{.*}} on @m axes = [0] dim = 1 : tensor<6x4xf32> -> tensor<6x1xf32>
+// CHECK-NOT: spmd.all_to_all
+func.func @uneven_s0_to_s1(%x: tensor<6x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>]>}) -> tensor<6x4xf32> {
+  %r = spmd.redistribute %x to <@m, [shard<1>]> : tensor<6x4xf32>
+  return %r : tensor<6x4xf32>
+}
+
+// -----
+
+// 2-D mesh 2x2: axes change inner to outer (undo), then outer to inner
+// (apply); one collective per axis.
+spmd.mesh @g(shape = 2x2)
+// CHECK-LABEL: func.func @two_d_gather_both
+// CHECK-SAME: (%[[X:.*]]: tensor<4x2xf32>
+// CHECK: %[[A:.*]] = spmd.all_gather %[[X]] on @g axes = [1] gather_dim = 1 : tensor<4x2xf32> -> tensor<4x4xf32>
+// CHECK: spmd.all_gather %[[A]] on @g axes = [0] gather_dim = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+func.func @two_d_gather_both(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@g, [shard<0>, shard<1>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@g, [replicate, replicate]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+// Two axes on one dimension: the inner axis is gathered first.
+// CHECK-LABEL: func.func @two_d_nested
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>
+// CHECK: %[[A:.*]] = spmd.all_gather %[[X]] on @g axes = [1] gather_dim = 0 : tensor<2x4xf32> -> tensor<4x4xf32>
+// CHECK: spmd.all_to_all %[[A]] on @g axes = [0] split_dim = 1 concat_dim = 0 : tensor<4x4xf32> -> tensor<8x2xf32>
+func.func @two_d_nested(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@g, [shard<0>, shard<0>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@g, [shard<1>, replicate]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+// Partial on one axis, shard on the other.
+// CHECK-LABEL: func.func @two_d_partial
+// CHECK-SAME: (%[[X:.*]]: tensor<8x2xf32>
+// CHECK: %[[A:.*]] = spmd.reduce_scatter %[[X]] on @g axes = [0] sum scatter_dim = 0 : tensor<8x2xf32> -> tensor<4x2xf32>
+// CHECK-NOT: spmd.all
+// CHECK: return %[[A]]
+func.func @two_d_partial(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@g, [partial<sum>, shard<1>]>}) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@g, [shard<0>, shard<1>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+// Replicate to a dimension split over both axes: axis 0 outer.
+// CHECK-LABEL: func.func @two_d_split_both
+// CHECK: %[[A:.*]] = spmd.local_slice %{{.*}} on @g axes = [0] dim = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+// CHECK: spmd.local_slice %[[A]] on @g axes = [1] dim = 0 : tensor<4x4xf32> -> tensor<2x4xf32>
+func.func @two_d_split_both(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %r = spmd.redistribute %x to <@g, [shard<0>, shard<0>]> : tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+// Sharded state gets local storage; loads and stores follow.
+spmd.mesh @dp(shape = 4)
+// CHECK: spmd.state @w : tensor<2x3xf32> role = optimizer_state spec = <@dp, [shard<0>]>
+spmd.state @w : tensor<8x3xf32> role = optimizer_state spec = <@dp, [shard<0>]>
+// CHECK-LABEL: func.func @state
+// CHECK: %[[W:.*]] = spmd.load @w : tensor<2x3xf32>
+// CHECK: spmd.store %[[W]] to @w : tensor<2x3xf32>
+func.func @state() {
+  %w = spmd.load @w : tensor<8x3xf32>
+  spmd.store %w to @w : tensor<8x3xf32>
+  return
+}
