@@ -307,3 +307,24 @@ func.func @state() {
   spmd.store %w to @w : tensor<8x3xf32>
   return
 }
+
+// -----
+
+// Slices, pads and concatenations on sharded rows get local sizes.
+spmd.mesh @dp(shape = 2)
+// CHECK-LABEL: func.func @data_movement
+// CHECK-SAME: (%[[X:.*]]: tensor<4x4xf32>
+// CHECK: %[[S:.*]] = tensor.extract_slice %[[X]][0, 1] [4, 2] [1, 1] : tensor<4x4xf32> to tensor<4x2xf32>
+// CHECK: %[[P:.*]] = tensor.pad %[[S]] low[0, 1] high[0, 1]
+// CHECK: tensor.concat dim(1) %[[P]], %[[X]], %[[S]] : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>
+// CHECK-NOT: spmd.all
+func.func @data_movement(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) -> tensor<8x10xf32> {
+  %s = tensor.extract_slice %x[0, 1] [8, 2] [1, 1] : tensor<8x4xf32> to tensor<8x2xf32>
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %s low[0, 1] high[0, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<8x2xf32> to tensor<8x4xf32>
+  %c = tensor.concat dim(1) %p, %x, %s : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<8x10xf32>
+  return %c : tensor<8x10xf32>
+}

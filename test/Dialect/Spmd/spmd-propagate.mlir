@@ -138,11 +138,32 @@ func.func @two_d(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>, repl
 
 // -----
 
-// Ops without a rule are computed replicated.
+// Ops without a rule (here a rank-reducing slice) are computed replicated.
 spmd.mesh @dp(shape = 2)
 // CHECK-LABEL: func.func @fallback
 // CHECK: tensor.extract_slice {{.*}}spmd.result_specs = [#spmd.spec<@dp, [replicate]>], spmd.strategy = array<i64: -1>
-func.func @fallback(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) -> tensor<2x4xf32> {
-  %s = tensor.extract_slice %x[0, 0] [2, 4] [1, 1] : tensor<8x4xf32> to tensor<2x4xf32>
-  return %s : tensor<2x4xf32>
+func.func @fallback(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) -> tensor<4xf32> {
+  %s = tensor.extract_slice %x[0, 0] [1, 4] [1, 1] : tensor<8x4xf32> to tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// Slices, pads and concatenations keep the sharding of the dimensions they
+// take whole.
+spmd.mesh @dp(shape = 2)
+// CHECK-LABEL: func.func @data_movement
+// CHECK: tensor.extract_slice {{.*}}spmd.result_specs = [#spmd.spec<@dp, [shard<0>]>]
+// CHECK: tensor.pad
+// CHECK: spmd.result_specs = [#spmd.spec<@dp, [shard<0>]>]
+// CHECK: tensor.concat {{.*}}spmd.result_specs = [#spmd.spec<@dp, [shard<0>]>]
+func.func @data_movement(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) -> tensor<8x10xf32> {
+  %s = tensor.extract_slice %x[0, 1] [8, 2] [1, 1] : tensor<8x4xf32> to tensor<8x2xf32>
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %s low[0, 1] high[0, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<8x2xf32> to tensor<8x4xf32>
+  %c = tensor.concat dim(1) %p, %x, %s : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<8x10xf32>
+  return %c : tensor<8x10xf32>
 }

@@ -90,6 +90,7 @@ private:
   FailureOr<Value> fill(Value like, RankedTensorType type, double value,
                         Location loc);
   LogicalResult expandOp(Operation *op);
+  LogicalResult localizeSizes(Operation *op);
   LogicalResult setOperand(Operation *op, unsigned index,
                            ArrayRef<PlacementAttr> want);
 
@@ -103,6 +104,7 @@ private:
   DenseMap<Value, Placements> placements;
   DenseMap<unsigned, Value> axisIndices;
   DenseMap<std::pair<Value, Attribute>, Value> cache;
+  DenseMap<Operation *, ShardingRule> rules;
 };
 
 Value Expander::axisIndex(unsigned axis) {
@@ -456,7 +458,8 @@ LogicalResult Expander::setOperand(Operation *op, unsigned index,
 }
 
 LogicalResult Expander::expandOp(Operation *op) {
-  ShardingRule rule = getRuleOrFallback(op);
+  // Rules read operand types: they were taken while the types were global.
+  const ShardingRule &rule = rules.find(op)->second;
   SmallVector<AxisChoice> strategy = readStrategy(op);
   if (strategy.size() != rule.numGroups * rank)
     return op->emitError("spmd-expand needs the placement spmd-propagate "
@@ -484,6 +487,63 @@ LogicalResult Expander::expandOp(Operation *op) {
   }
   op->removeAttr(kStrategyAttr);
   op->removeAttr(kResultSpecsAttr);
+  return localizeSizes(op);
+}
+
+/// Ops that spell sizes out (slices, expand_shape) get the local sizes of the
+/// dimensions that are sharded (those are taken whole, see their rules).
+LogicalResult Expander::localizeSizes(Operation *op) {
+  b.setInsertionPoint(op);
+  const ShardingRule &rule = rules.find(op)->second;
+  // Operand 0 is the (sliced or inserted) source; its dimensions with a
+  // factor are taken whole and follow the local source.
+  auto localSizes = [&](Value source, ArrayRef<OpFoldResult> global,
+                        RankedTensorType) {
+    auto local = cast<RankedTensorType>(source.getType());
+    SmallVector<OpFoldResult> sizes(global);
+    for (int64_t d = 0; d < local.getRank(); ++d) {
+      if (rule.operandDims[0][d] == ShardingRule::kNoFactor)
+        continue;
+      sizes[d] =
+          local.isDynamicDim(d)
+              ? OpFoldResult(tensor::DimOp::create(b, op->getLoc(), source, d)
+                                 .getResult())
+              : OpFoldResult(b.getIndexAttr(local.getDimSize(d)));
+    }
+    return sizes;
+  };
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    auto globalType = globalTypes.lookup(slice.getResult());
+    auto sizes =
+        localSizes(slice.getSource(), slice.getMixedSizes(), globalType);
+    auto newOp = tensor::ExtractSliceOp::create(
+        b, op->getLoc(), slice.getType(), slice.getSource(),
+        slice.getMixedOffsets(), sizes, slice.getMixedStrides());
+    op->replaceAllUsesWith(newOp);
+    op->erase();
+    return success();
+  }
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    auto globalType = globalTypes.lookup(insert.getResult());
+    auto sizes =
+        localSizes(insert.getSource(), insert.getMixedSizes(), globalType);
+    auto newOp = tensor::InsertSliceOp::create(
+        b, op->getLoc(), insert.getSource(), insert.getDest(),
+        insert.getMixedOffsets(), sizes, insert.getMixedStrides());
+    op->replaceAllUsesWith(newOp);
+    op->erase();
+    return success();
+  }
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    if (!expand.getResultType().hasStaticShape())
+      return op->emitError("spmd-expand: expand_shape of a sharded "
+                           "dimension needs static sizes");
+    auto newOp = tensor::ExpandShapeOp::create(
+        b, op->getLoc(), expand.getResultType(), expand.getSrc(),
+        expand.getReassociationIndices());
+    op->replaceAllUsesWith(newOp);
+    op->erase();
+  }
   return success();
 }
 
@@ -498,6 +558,8 @@ LogicalResult Expander::run() {
           spec ? Placements(spec.getPlacements()) : getReplicated(ctx, rank);
     }
   for (Operation &op : body) {
+    if (op.hasAttr(kStrategyAttr))
+      rules.try_emplace(&op, getRuleOrFallback(&op));
     auto specs = op.getAttrOfType<ArrayAttr>(kResultSpecsAttr);
     for (auto [r, result] : llvm::enumerate(op.getResults())) {
       auto type = dyn_cast<RankedTensorType>(result.getType());
@@ -615,6 +677,9 @@ LogicalResult Expander::run() {
         llvm::any_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>);
     if (!placed && !touchesTensors)
       continue;
+    if (!placed)
+      return op->emitError("spmd-expand needs the placement spmd-propagate "
+                           "records; run spmd-propagate first");
     if (failed(expandOp(op)))
       return failure();
   }

@@ -351,7 +351,7 @@ LogicalResult Propagator::run() {
     if (isa<CollectiveOpInterface, WaitOp, LocalSliceOp>(op))
       return op.emitError("spmd-propagate runs on global programs; found a "
                           "collective, which only a local program has");
-    if (op.getNumRegions() && !isa<linalg::LinalgOp>(op) &&
+    if (op.getNumRegions() && !isa<ShardingRuleOpInterface>(op) &&
         (llvm::any_of(op.getOperandTypes(), llvm::IsaPred<RankedTensorType>) ||
          llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>)))
       return op.emitError()

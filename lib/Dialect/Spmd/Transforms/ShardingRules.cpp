@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -288,6 +289,101 @@ struct ReshapeRuleModel
   }
 };
 
+/// A rule over `type`'s dimensions where only the dimensions `keep` may be
+/// sharded, for ops that move data along the others (pad, slice, concat).
+ShardingRule partialIdentityRule(Operation *op, RankedTensorType type,
+                                 function_ref<bool(int64_t)> keep) {
+  ShardingRule rule = ShardingRule::elementwise(op, type.getShape());
+  auto mask = [&](SmallVector<int64_t> &dims) {
+    for (int64_t &d : dims)
+      if (d != ShardingRule::kNoFactor && !keep(d))
+        d = ShardingRule::kNoFactor;
+  };
+  for (auto &dims : rule.operandDims)
+    mask(dims);
+  for (auto &dims : rule.resultDims)
+    mask(dims);
+  return rule;
+}
+
+/// tensor.pad: unpadded dimensions may be sharded; linear when the padding
+/// value is zero.
+struct PadRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<PadRuleModel,
+                                                    tensor::PadOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto pad = cast<tensor::PadOp>(op);
+    SmallVector<OpFoldResult> low = pad.getMixedLowPad();
+    SmallVector<OpFoldResult> high = pad.getMixedHighPad();
+    ShardingRule rule =
+        partialIdentityRule(op, pad.getResultType(), [&](int64_t d) {
+          return isConstantIntValue(low[d], 0) &&
+                 isConstantIntValue(high[d], 0);
+        });
+    Value padValue = pad.getConstantPaddingValue();
+    if (padValue && matchPattern(padValue, m_AnyZeroFloat()))
+      rule.linearSets.push_back({0});
+    return rule;
+  }
+};
+
+/// extract_slice: dimensions taken whole may be sharded (not rank-reducing).
+struct ExtractSliceRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<ExtractSliceRuleModel,
+                                                    tensor::ExtractSliceOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto slice = cast<tensor::ExtractSliceOp>(op);
+    RankedTensorType source = slice.getSourceType();
+    if (source.getRank() != slice.getType().getRank())
+      return failure();
+    ShardingRule rule = partialIdentityRule(op, source, [&](int64_t d) {
+      return slice.isDynamicOffset(d) == false &&
+             slice.getStaticOffset(d) == 0 && !slice.isDynamicSize(d) &&
+             slice.getStaticSize(d) == source.getDimSize(d) &&
+             !slice.isDynamicStride(d) && slice.getStaticStride(d) == 1;
+    });
+    rule.linearSets.push_back({0});
+    return rule;
+  }
+};
+
+/// insert_slice: dimensions the source fills whole may be sharded.
+struct InsertSliceRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<InsertSliceRuleModel,
+                                                    tensor::InsertSliceOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto insert = cast<tensor::InsertSliceOp>(op);
+    RankedTensorType dest = insert.getDestType();
+    if (insert.getSourceType().getRank() != dest.getRank())
+      return failure();
+    ShardingRule rule = partialIdentityRule(op, dest, [&](int64_t d) {
+      return !insert.isDynamicOffset(d) && insert.getStaticOffset(d) == 0 &&
+             !insert.isDynamicSize(d) &&
+             insert.getStaticSize(d) == dest.getDimSize(d) &&
+             !insert.isDynamicStride(d) && insert.getStaticStride(d) == 1;
+    });
+    rule.linearSets.push_back({0, 1});
+    return rule;
+  }
+};
+
+/// concat: every dimension but the concatenated one may be sharded.
+struct ConcatRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<ConcatRuleModel,
+                                                    tensor::ConcatOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto concat = cast<tensor::ConcatOp>(op);
+    int64_t dim = concat.getDim();
+    ShardingRule rule = partialIdentityRule(
+        op, concat.getResultType(), [&](int64_t d) { return d != dim; });
+    SmallVector<unsigned> all;
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      all.push_back(i);
+    rule.linearSets.push_back(all);
+    return rule;
+  }
+};
+
 struct ConstantRuleModel
     : public ShardingRuleOpInterface::ExternalModel<ConstantRuleModel,
                                                     arith::ConstantOp> {
@@ -427,6 +523,10 @@ void mlir::spmd::registerShardingRuleModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
     tensor::EmptyOp::attachInterface<EmptyRuleModel>(*ctx);
     tensor::CastOp::attachInterface<CastRuleModel>(*ctx);
+    tensor::PadOp::attachInterface<PadRuleModel>(*ctx);
+    tensor::ExtractSliceOp::attachInterface<ExtractSliceRuleModel>(*ctx);
+    tensor::InsertSliceOp::attachInterface<InsertSliceRuleModel>(*ctx);
+    tensor::ConcatOp::attachInterface<ConcatRuleModel>(*ctx);
     tensor::ExpandShapeOp::attachInterface<
         ReshapeRuleModel<tensor::ExpandShapeOp>>(*ctx);
     tensor::CollapseShapeOp::attachInterface<
