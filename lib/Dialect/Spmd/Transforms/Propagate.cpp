@@ -97,6 +97,11 @@ private:
     return getReplicated(ctx, rank);
   }
   void collectHints();
+  DictionaryAttr withSpec(DictionaryAttr dict, SpecAttr spec) {
+    NamedAttrList attrs(dict);
+    attrs.set(SpmdDialect::getSpecAttrName(), spec);
+    return attrs.getDictionary(ctx);
+  }
   LogicalResult fix(Value value, ArrayRef<PlacementAttr> spec, Operation *at);
   void place(Operation *op);
 
@@ -285,6 +290,10 @@ void Propagator::place(Operation *op) {
 
 LogicalResult Propagator::run() {
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  // Argument and result attributes are set once per function: setting them
+  // one at a time rebuilds the whole list each time (quadratic).
+  SmallVector<DictionaryAttr> argAttrs;
+  func.getAllArgAttrs(argAttrs);
   for (BlockArgument arg : func.getArguments()) {
     if (!isa<RankedTensorType>(arg.getType()))
       continue;
@@ -295,9 +304,10 @@ LogicalResult Propagator::run() {
     if (failed(fix(arg, p, func)))
       return failure();
     if (!spec)
-      func.setArgAttr(arg.getArgNumber(), SpmdDialect::getSpecAttrName(),
-                      SpecAttr::get(ctx, meshRef, p));
+      argAttrs[arg.getArgNumber()] = withSpec(argAttrs[arg.getArgNumber()],
+                                              SpecAttr::get(ctx, meshRef, p));
   }
+  func.setAllArgAttrs(argAttrs);
   collectHints();
 
   DenseMap<Value, std::pair<SpecAttr, Operation *>> annotated;
@@ -363,11 +373,14 @@ LogicalResult Propagator::run() {
   // Results without a spec get the one propagation found, so callers (and
   // spmd-expand) know what each rank returns.
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  SmallVector<DictionaryAttr> resultAttrs;
+  func.getAllResultAttrs(resultAttrs);
   for (auto [i, v] : llvm::enumerate(ret.getOperands()))
     if (isa<RankedTensorType>(v.getType()) &&
         !func.getResultAttr(i, SpmdDialect::getSpecAttrName()))
-      func.setResultAttr(i, SpmdDialect::getSpecAttrName(),
-                         SpecAttr::get(ctx, meshRef, placementOf(v)));
+      resultAttrs[i] =
+          withSpec(resultAttrs[i], SpecAttr::get(ctx, meshRef, placementOf(v)));
+  func.setAllResultAttrs(resultAttrs);
   return success();
 }
 
