@@ -9,7 +9,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "SPMD"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py"]
 # Tests run with `set -o pipefail` so a failing producer fails the pipeline.
 config.pipefail = True
@@ -24,8 +24,10 @@ llvm_config.use_default_substitutions()
 
 # The project's tools first, then FileCheck & co. from the LLVM install.
 tool_dirs = [config.spmd_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions([ToolSubst("spmd-opt", unresolved="fatal")],
-                                   tool_dirs)
+llvm_config.add_tool_substitutions(
+    [ToolSubst(t, unresolved="fatal")
+     for t in ["spmd-opt", "spmd-runtime-tests", "spmd-runtime-errors"]],
+    tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # Upstream lowering of decomposed (spmd-free) programs to LLVM, and the JIT
@@ -45,6 +47,19 @@ config.substitutions.append(
      + os.path.join(mlir_lib_dir, "libmlir_runner_utils.so") + ","
      + os.path.join(mlir_lib_dir, "libmlir_c_runner_utils.so")))
 config.substitutions.append(("%python", config.python_executable))
+
+# MPI: everything runs as root here and CI has 2 cores, so OpenMPI needs
+# both permissions; a job that hangs is killed rather than stalling CI.
+import shutil
+mpirun = shutil.which("mpirun")
+if mpirun:
+    config.available_features.add("mpi")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    config.substitutions.append(
+        ("%mpirun", "timeout 120 " + mpirun + " --oversubscribe --bind-to none -np"))
+config.substitutions.append(("%spmd_lib_dir", os.path.join(config.spmd_obj_root, "lib")))
 
 if config.spmd_have_cuda:
     config.available_features.add("cuda-toolkit")

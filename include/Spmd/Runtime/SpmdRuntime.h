@@ -1,0 +1,75 @@
+/*===- SpmdRuntime.h - the spmd runtime (C ABI) -------------------*- C -*-===*
+ *
+ * What compiled spmd programs call: MPI bootstrap, collectives over groups of
+ * a mesh, and the state registry. Collectives run on contiguous row-major
+ * buffers passed as addresses; a group is given by the mesh shape (packed:
+ * 16 bits per axis, axis 0 in the low bits, up to 4 axes) and a bit mask of
+ * its axes (group order: row-major over the masked axes, ascending).
+ *
+ * Every MPI return code is checked: a failure, a mismatch between ranks (in
+ * debug mode, SPMD_RUNTIME_CHECK=1), a call before spmdInit or a second
+ * spmdInit print what failed, on which rank, in which call, and abort the
+ * whole job (MPI_Abort) instead of hanging.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef SPMD_RUNTIME_SPMDRUNTIME_H
+#define SPMD_RUNTIME_SPMDRUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types and reduction kinds, as the compiler encodes them. */
+enum SpmdDType { SPMD_F32 = 0, SPMD_F64 = 1, SPMD_I32 = 2, SPMD_I64 = 3 };
+enum SpmdReduction {
+  SPMD_SUM = 0, SPMD_AVG = 1, SPMD_MAX = 2, SPMD_MIN = 3, SPMD_PROD = 4
+};
+
+/* Initializes MPI (if the host has not) and the runtime. A second call is an
+ * error. Compiled programs call it lazily on their first runtime call. */
+void spmdInit(void);
+/* Frees communicators and finalizes MPI if spmdInit initialized it. */
+void spmdFinalize(void);
+int32_t spmdIsInitialized(void);
+int32_t spmdWorldRank(void);
+int32_t spmdWorldSize(void);
+
+/* This rank's linear index in its group. */
+int64_t spmdAxisIndex(int64_t meshShape, int64_t axesMask);
+
+/* Collectives. `in` and `out` are addresses of contiguous buffers; `in` may
+ * equal `out` for all_reduce and broadcast. The shape arguments describe the
+ * input as [outer, dim, inner] around the gathered / scattered dimension. */
+void spmdAllReduce(int64_t in, int64_t out, int64_t count, int32_t dtype,
+                   int32_t kind, int64_t meshShape, int64_t axesMask);
+void spmdAllGather(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                   int64_t inner, int32_t dtype, int64_t meshShape,
+                   int64_t axesMask);
+void spmdReduceScatter(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                       int64_t inner, int32_t dtype, int32_t kind,
+                       int64_t meshShape, int64_t axesMask);
+/* The input has shape [d0, d1, d2, d3] (trailing 1s for lower ranks): chunk
+ * k of `splitDim` goes to group rank k, and the chunks received are
+ * concatenated along `concatDim` in group order. */
+void spmdAllToAll4(int64_t in, int64_t out, int64_t d0,
+                   int64_t d1, int64_t d2, int64_t d3, int64_t splitDim,
+                   int64_t concatDim, int32_t dtype, int64_t meshShape,
+                   int64_t axesMask);
+void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
+                   int64_t root, int64_t meshShape, int64_t axesMask);
+
+/* State registry: named buffers that live across steps. Registering a name
+ * twice with another size is an error; spmdStateData of an unknown name is
+ * an error. */
+void spmdStateRegister(const char *name, int64_t address, int64_t bytes);
+int64_t spmdStateData(const char *name, int64_t *bytes);
+int64_t spmdStateCount(void);
+const char *spmdStateName(int64_t index);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPMD_RUNTIME_SPMDRUNTIME_H */

@@ -1,0 +1,401 @@
+//===- SpmdRuntime.cpp - MPI collectives and state for spmd programs ------===//
+
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <mpi.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+struct Runtime {
+  bool initialized = false;
+  bool ownsMpi = false;
+  int rank = 0;
+  int size = 1;
+  std::map<std::pair<int64_t, int64_t>, MPI_Comm> comms;
+  struct State {
+    std::string name;
+    void *data;
+    int64_t bytes;
+  };
+  std::vector<State> states;
+};
+
+Runtime &rt() {
+  static Runtime runtime;
+  return runtime;
+}
+
+[[noreturn]] void fail(const char *call, const char *fmt, ...) {
+  char message[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(message, sizeof(message), fmt, args);
+  va_end(args);
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  std::fprintf(stderr, "spmd runtime: rank %d: %s: %s\n",
+               initialized ? rt().rank : -1, call, message);
+  std::fflush(stderr);
+  if (initialized)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+void check(int code, const char *call, const char *what) {
+  if (code == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  fail(call, "%s failed: %s", what, text);
+}
+
+/// Compiled programs initialize lazily; an explicit second spmdInit fails.
+void ensureInit(const char *call) {
+  if (!rt().initialized)
+    spmdInit();
+  (void)call;
+}
+
+MPI_Datatype mpiType(int32_t dtype, const char *call) {
+  switch (dtype) {
+  case SPMD_F32:
+    return MPI_FLOAT;
+  case SPMD_F64:
+    return MPI_DOUBLE;
+  case SPMD_I32:
+    return MPI_INT32_T;
+  case SPMD_I64:
+    return MPI_INT64_T;
+  }
+  fail(call, "unknown element type code %d", dtype);
+}
+
+size_t typeSize(int32_t dtype) {
+  return dtype == SPMD_F64 || dtype == SPMD_I64 ? 8 : 4;
+}
+
+MPI_Op mpiOp(int32_t kind, const char *call) {
+  switch (kind) {
+  case SPMD_SUM:
+  case SPMD_AVG:
+    return MPI_SUM;
+  case SPMD_MAX:
+    return MPI_MAX;
+  case SPMD_MIN:
+    return MPI_MIN;
+  case SPMD_PROD:
+    return MPI_PROD;
+  }
+  fail(call, "unknown reduction kind %d", kind);
+}
+
+std::vector<int64_t> unpackShape(int64_t packed) {
+  std::vector<int64_t> shape;
+  for (int a = 0; a < 4; ++a) {
+    int64_t size = (packed >> (16 * a)) & 0xFFFF;
+    if (size == 0)
+      break;
+    shape.push_back(size);
+  }
+  return shape;
+}
+
+/// The communicator of the group spanned by `axesMask` that this rank is in.
+/// Created once per (mesh, axes) and cached.
+MPI_Comm groupComm(int64_t meshShape, int64_t axesMask, const char *call,
+                   int *groupSize = nullptr, int *groupRank = nullptr) {
+  ensureInit(call);
+  Runtime &r = rt();
+  auto key = std::make_pair(meshShape, axesMask);
+  auto it = r.comms.find(key);
+  if (it == r.comms.end()) {
+    std::vector<int64_t> shape = unpackShape(meshShape);
+    int64_t total = 1;
+    for (int64_t s : shape)
+      total *= s;
+    if (total != r.size)
+      fail(call, "the mesh has %lld ranks but the job has %d",
+           static_cast<long long>(total), r.size);
+    // Coordinates of this rank (row-major, last axis fastest).
+    std::vector<int64_t> coord(shape.size());
+    int64_t rest = r.rank;
+    for (int a = static_cast<int>(shape.size()) - 1; a >= 0; --a) {
+      coord[a] = rest % shape[a];
+      rest /= shape[a];
+    }
+    int64_t color = 0, keyInGroup = 0;
+    for (size_t a = 0; a < shape.size(); ++a) {
+      if (axesMask & (int64_t(1) << a))
+        keyInGroup = keyInGroup * shape[a] + coord[a];
+      else
+        color = color * shape[a] + coord[a];
+    }
+    MPI_Comm comm;
+    check(MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(color),
+                         static_cast<int>(keyInGroup), &comm),
+          call, "MPI_Comm_split");
+    it = r.comms.emplace(key, comm).first;
+  }
+  if (groupSize)
+    check(MPI_Comm_size(it->second, groupSize), call, "MPI_Comm_size");
+  if (groupRank)
+    check(MPI_Comm_rank(it->second, groupRank), call, "MPI_Comm_rank");
+  return it->second;
+}
+
+void *ptr(int64_t address) { return reinterpret_cast<void *>(address); }
+
+/// Divides every element by n (for avg).
+void divide(void *data, int64_t count, int32_t dtype, int n) {
+  if (dtype == SPMD_F32) {
+    auto *p = static_cast<float *>(data);
+    for (int64_t i = 0; i < count; ++i)
+      p[i] /= static_cast<float>(n);
+  } else if (dtype == SPMD_F64) {
+    auto *p = static_cast<double *>(data);
+    for (int64_t i = 0; i < count; ++i)
+      p[i] /= static_cast<double>(n);
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void spmdInit(void) {
+  Runtime &r = rt();
+  if (r.initialized)
+    fail("spmdInit", "the runtime is already initialized");
+  int mpiUp = 0;
+  MPI_Initialized(&mpiUp);
+  if (!mpiUp) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) !=
+        MPI_SUCCESS)
+      fail("spmdInit", "MPI_Init_thread failed");
+    r.ownsMpi = true;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &r.rank), "spmdInit", "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &r.size), "spmdInit", "MPI_Comm_size");
+  r.initialized = true;
+  if (r.ownsMpi)
+    std::atexit([] {
+      if (rt().initialized)
+        spmdFinalize();
+    });
+}
+
+void spmdFinalize(void) {
+  Runtime &r = rt();
+  if (!r.initialized)
+    fail("spmdFinalize", "the runtime is not initialized");
+  for (auto &[key, comm] : r.comms)
+    MPI_Comm_free(&comm);
+  r.comms.clear();
+  r.initialized = false;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (r.ownsMpi && !finalized)
+    MPI_Finalize();
+}
+
+int32_t spmdIsInitialized(void) { return rt().initialized; }
+
+int32_t spmdWorldRank(void) {
+  ensureInit("spmdWorldRank");
+  return rt().rank;
+}
+
+int32_t spmdWorldSize(void) {
+  ensureInit("spmdWorldSize");
+  return rt().size;
+}
+
+int64_t spmdAxisIndex(int64_t meshShape, int64_t axesMask) {
+  int groupRank = 0;
+  groupComm(meshShape, axesMask, "spmdAxisIndex", nullptr, &groupRank);
+  return groupRank;
+}
+
+void spmdAllReduce(int64_t in, int64_t out, int64_t count, int32_t dtype,
+                   int32_t kind, int64_t meshShape, int64_t axesMask) {
+  const char *call = "all_reduce";
+  int n = 1;
+  MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
+  void *src = in == out ? MPI_IN_PLACE : ptr(in);
+  check(MPI_Allreduce(src, ptr(out), static_cast<int>(count),
+                      mpiType(dtype, call), mpiOp(kind, call), comm),
+        call, "MPI_Allreduce");
+  if (kind == SPMD_AVG)
+    divide(ptr(out), count, dtype, n);
+}
+
+void spmdAllGather(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                   int64_t inner, int32_t dtype, int64_t meshShape,
+                   int64_t axesMask) {
+  const char *call = "all_gather";
+  int n = 1;
+  MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
+  size_t elem = typeSize(dtype);
+  size_t chunk = static_cast<size_t>(outer * dim * inner);
+  if (outer == 1) {
+    check(MPI_Allgather(ptr(in), static_cast<int>(chunk), mpiType(dtype, call),
+                        ptr(out), static_cast<int>(chunk),
+                        mpiType(dtype, call), comm),
+          call, "MPI_Allgather");
+    return;
+  }
+  // Gather whole chunks, then interleave them along the gathered dimension.
+  std::vector<char> tmp(chunk * n * elem);
+  check(MPI_Allgather(ptr(in), static_cast<int>(chunk), mpiType(dtype, call),
+                      tmp.data(), static_cast<int>(chunk),
+                      mpiType(dtype, call), comm),
+        call, "MPI_Allgather");
+  size_t row = static_cast<size_t>(dim * inner) * elem;
+  char *dst = static_cast<char *>(ptr(out));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int k = 0; k < n; ++k)
+      std::memcpy(dst + (o * n + k) * row, tmp.data() + (k * chunk) * elem + o * row,
+                  row);
+}
+
+void spmdReduceScatter(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                       int64_t inner, int32_t dtype, int32_t kind,
+                       int64_t meshShape, int64_t axesMask) {
+  const char *call = "reduce_scatter";
+  int n = 1;
+  MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
+  if (dim % n != 0)
+    fail(call, "dimension %lld is not divisible by the group size %d",
+         static_cast<long long>(dim), n);
+  size_t elem = typeSize(dtype);
+  int64_t part = dim / n;
+  size_t chunk = static_cast<size_t>(outer * part * inner);
+  const void *src = ptr(in);
+  std::vector<char> packed;
+  if (outer != 1) {
+    // Make rank k's chunk contiguous: [k][outer][part][inner].
+    packed.resize(chunk * n * elem);
+    size_t row = static_cast<size_t>(part * inner) * elem;
+    const char *s = static_cast<const char *>(ptr(in));
+    for (int k = 0; k < n; ++k)
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(packed.data() + (k * chunk) * elem + o * row,
+                    s + (o * dim * inner + k * part * inner) * elem, row);
+    src = packed.data();
+  }
+  check(MPI_Reduce_scatter_block(src, ptr(out), static_cast<int>(chunk),
+                                 mpiType(dtype, call), mpiOp(kind, call), comm),
+        call, "MPI_Reduce_scatter_block");
+  if (kind == SPMD_AVG)
+    divide(ptr(out), static_cast<int64_t>(chunk), dtype, n);
+}
+
+void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
+                   int64_t d3, int64_t splitDim, int64_t concatDim,
+                   int32_t dtype, int64_t meshShape, int64_t axesMask) {
+  const char *call = "all_to_all";
+  int n = 1;
+  MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
+  int64_t shape[4] = {d0, d1, d2, d3};
+  if (splitDim < 0 || splitDim > 3 || concatDim < 0 || concatDim > 3)
+    fail(call, "dimensions out of range");
+  if (shape[splitDim] % n != 0)
+    fail(call, "split dimension %lld is not divisible by the group size %d",
+         static_cast<long long>(shape[splitDim]), n);
+  size_t elem = typeSize(dtype);
+  auto prod = [&](int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; ++i)
+      p *= shape[i];
+    return p;
+  };
+  int64_t total = prod(0, 4);
+  size_t chunk = static_cast<size_t>(total / n);
+  // Pack chunk k of the split dimension contiguously.
+  std::vector<char> send(total * elem), recv(total * elem);
+  {
+    int64_t outer = prod(0, splitDim), dim = shape[splitDim];
+    int64_t inner = prod(splitDim + 1, 4), part = dim / n;
+    size_t row = static_cast<size_t>(part * inner) * elem;
+    const char *s = static_cast<const char *>(ptr(in));
+    for (int k = 0; k < n; ++k)
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(send.data() + (k * chunk) * elem + o * row,
+                    s + (o * dim * inner + k * part * inner) * elem, row);
+  }
+  check(MPI_Alltoall(send.data(), static_cast<int>(chunk), mpiType(dtype, call),
+                     recv.data(), static_cast<int>(chunk), mpiType(dtype, call),
+                     comm),
+        call, "MPI_Alltoall");
+  // Received chunks have the split shape; concatenate them along concatDim.
+  shape[splitDim] /= n;
+  int64_t outer = prod(0, concatDim), dim = shape[concatDim];
+  int64_t inner = prod(concatDim + 1, 4);
+  size_t row = static_cast<size_t>(dim * inner) * elem;
+  char *dst = static_cast<char *>(ptr(out));
+  for (int k = 0; k < n; ++k)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + (o * n + k) * row, recv.data() + (k * chunk) * elem + o * row,
+                  row);
+}
+
+void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
+                   int64_t root, int64_t meshShape, int64_t axesMask) {
+  const char *call = "broadcast";
+  int n = 1;
+  MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
+  if (root < 0 || root >= n)
+    fail(call, "root %lld is out of range for a group of %d",
+         static_cast<long long>(root), n);
+  if (in != out)
+    std::memcpy(ptr(out), ptr(in), count * typeSize(dtype));
+  check(MPI_Bcast(ptr(out), static_cast<int>(count), mpiType(dtype, call),
+                  static_cast<int>(root), comm),
+        call, "MPI_Bcast");
+}
+
+void spmdStateRegister(const char *name, int64_t address, int64_t bytes) {
+  for (auto &state : rt().states) {
+    if (state.name != name)
+      continue;
+    if (state.bytes != bytes)
+      fail("spmdStateRegister",
+           "state '%s' is registered with %lld bytes, now %lld", name,
+           static_cast<long long>(state.bytes), static_cast<long long>(bytes));
+    state.data = ptr(address);
+    return;
+  }
+  rt().states.push_back({name, ptr(address), bytes});
+}
+
+int64_t spmdStateData(const char *name, int64_t *bytes) {
+  for (auto &state : rt().states)
+    if (state.name == name) {
+      if (bytes)
+        *bytes = state.bytes;
+      return reinterpret_cast<int64_t>(state.data);
+    }
+  fail("spmdStateData", "no state named '%s' is registered", name);
+}
+
+int64_t spmdStateCount(void) { return static_cast<int64_t>(rt().states.size()); }
+
+const char *spmdStateName(int64_t index) {
+  if (index < 0 || index >= spmdStateCount())
+    fail("spmdStateName", "index %lld out of range", static_cast<long long>(index));
+  return rt().states[index].name.c_str();
+}
+
+} // extern "C"

@@ -1,0 +1,37 @@
+//===- RuntimeErrors.cpp - misuse of libSpmdRuntime must abort clearly ----===//
+//
+// `spmd-runtime-errors KIND` triggers one misuse; the lit test checks the
+// job exits non-zero with a message naming the call and the rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <cstdio>
+#include <cstring>
+
+int main(int argc, char **argv) {
+  if (argc != 2)
+    return 2;
+  const char *kind = argv[1];
+  float x = 1.0f;
+  int64_t a = reinterpret_cast<int64_t>(&x);
+  if (!std::strcmp(kind, "double-init")) {
+    spmdInit();
+    spmdInit();
+  } else if (!std::strcmp(kind, "unknown-state")) {
+    spmdInit();
+    spmdStateData("no.such.state", nullptr);
+  } else if (!std::strcmp(kind, "mesh-mismatch")) {
+    // A mesh of 3 ranks on a job of another size.
+    spmdAllReduce(a, a, 1, SPMD_F32, SPMD_SUM, /*meshShape=*/3, /*axes=*/1);
+  } else if (!std::strcmp(kind, "bad-dtype")) {
+    spmdAllReduce(a, a, 1, /*dtype=*/9, SPMD_SUM, 1, 1);
+  } else if (!std::strcmp(kind, "finalize-before-init")) {
+    spmdFinalize();
+  } else {
+    return 2;
+  }
+  std::puts("no error raised");
+  return 0;
+}

@@ -1,0 +1,136 @@
+//===- RuntimeTest.cpp - libSpmdRuntime under mpirun ----------------------===//
+//
+// Run with 1, 2 or 4 ranks. Every rank checks its own results; a failure on
+// any rank fails the job.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+namespace {
+
+int64_t pack(std::initializer_list<int64_t> shape) {
+  int64_t packed = 0, shift = 0;
+  for (int64_t s : shape) {
+    packed |= s << shift;
+    shift += 16;
+  }
+  return packed;
+}
+
+int64_t addr(void *p) { return reinterpret_cast<int64_t>(p); }
+
+class Runtime : public ::testing::Test {
+protected:
+  int rank = spmdWorldRank();
+  int size = spmdWorldSize();
+  int64_t mesh = pack({size});
+};
+
+TEST_F(Runtime, AllReduceSumAvgMaxInPlace) {
+  std::vector<float> x = {float(rank), float(rank + 1), 2.0f};
+  std::vector<float> out(3);
+  spmdAllReduce(addr(x.data()), addr(out.data()), 3, SPMD_F32, SPMD_SUM, mesh, 1);
+  float s = size * (size - 1) / 2.0f;
+  EXPECT_EQ(out[0], s);
+  EXPECT_EQ(out[1], s + size);
+  EXPECT_EQ(out[2], 2.0f * size);
+  spmdAllReduce(addr(x.data()), addr(out.data()), 3, SPMD_F32, SPMD_AVG, mesh, 1);
+  EXPECT_FLOAT_EQ(out[0], s / size);
+  spmdAllReduce(addr(x.data()), addr(x.data()), 3, SPMD_F32, SPMD_MAX, mesh, 1);
+  EXPECT_EQ(x[0], float(size - 1));
+}
+
+TEST_F(Runtime, AllGatherAlongInnerDim) {
+  // Each rank holds a 2x1 column [r, 10 + r]; gathered along dim 1: 2 x size.
+  std::vector<float> in = {float(rank), float(10 + rank)};
+  std::vector<float> out(2 * size);
+  spmdAllGather(addr(in.data()), addr(out.data()), /*outer=*/2, /*dim=*/1,
+                /*inner=*/1, SPMD_F32, mesh, 1);
+  for (int k = 0; k < size; ++k) {
+    EXPECT_EQ(out[k], float(k));
+    EXPECT_EQ(out[size + k], float(10 + k));
+  }
+}
+
+TEST_F(Runtime, ReduceScatterAlongDim0) {
+  // Global [2*size x 2] with value row*2+col on every rank: each rank keeps
+  // two rows, summed over ranks.
+  std::vector<double> in(4 * size);
+  std::iota(in.begin(), in.end(), 0.0);
+  std::vector<double> out(4);
+  spmdReduceScatter(addr(in.data()), addr(out.data()), 1, 2 * size, 2, SPMD_F64,
+                    SPMD_SUM, mesh, 1);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(out[i], double(size) * (4 * rank + i));
+}
+
+TEST_F(Runtime, AllToAllShard0ToShard1) {
+  // Local [1 x size] rows (row = rank); after all_to_all(split 1, concat 0)
+  // each rank holds column `rank` of the global [size x size] matrix.
+  std::vector<int32_t> in(size);
+  for (int j = 0; j < size; ++j)
+    in[j] = rank * 100 + j;
+  std::vector<int32_t> out(size);
+  spmdAllToAll4(addr(in.data()), addr(out.data()), 1, size, 1, 1, 1, 0,
+                SPMD_I32, mesh, 1);
+  for (int i = 0; i < size; ++i)
+    EXPECT_EQ(out[i], i * 100 + rank);
+}
+
+TEST_F(Runtime, BroadcastFromRoot) {
+  std::vector<int64_t> x = {rank == size - 1 ? 42 : -1, rank};
+  spmdBroadcast(addr(x.data()), addr(x.data()), 2, SPMD_I64, size - 1, mesh, 1);
+  EXPECT_EQ(x[0], 42);
+  EXPECT_EQ(x[1], size - 1);
+}
+
+TEST_F(Runtime, GroupsOfATwoDimensionalMesh) {
+  if (size != 4)
+    GTEST_SKIP() << "needs 4 ranks";
+  int64_t grid = pack({2, 2});
+  // Rank r = 2 * i + j. Axis 1 groups: {0,1}, {2,3}; axis 0: {0,2}, {1,3}.
+  EXPECT_EQ(spmdAxisIndex(grid, 0b10), rank % 2);
+  EXPECT_EQ(spmdAxisIndex(grid, 0b01), rank / 2);
+  EXPECT_EQ(spmdAxisIndex(grid, 0b11), rank);
+  float v = float(rank), sum = 0;
+  spmdAllReduce(addr(&v), addr(&sum), 1, SPMD_F32, SPMD_SUM, grid, 0b10);
+  EXPECT_EQ(sum, rank < 2 ? 1.0f : 5.0f);
+  spmdAllReduce(addr(&v), addr(&sum), 1, SPMD_F32, SPMD_SUM, grid, 0b01);
+  EXPECT_EQ(sum, rank % 2 == 0 ? 2.0f : 4.0f);
+}
+
+TEST_F(Runtime, StateRegistry) {
+  std::vector<float> w(8, 1.0f);
+  spmdStateRegister("fc.weight", addr(w.data()), 32);
+  int64_t bytes = 0;
+  EXPECT_EQ(spmdStateData("fc.weight", &bytes), addr(w.data()));
+  EXPECT_EQ(bytes, 32);
+  EXPECT_GE(spmdStateCount(), 1);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  spmdInit();
+  ::testing::InitGoogleTest(&argc, argv);
+  // Only rank 0 prints the report; every rank runs every test.
+  if (spmdWorldRank() != 0) {
+    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int failed = RUN_ALL_TESTS();
+  int anyFailed = 0;
+  MPI_Allreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  spmdFinalize();
+  MPI_Finalize();
+  return anyFailed;
+}
