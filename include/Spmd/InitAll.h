@@ -3,16 +3,25 @@
 #ifndef SPMD_INITALL_H
 #define SPMD_INITALL_H
 
+#include "Spmd/Conversion/Passes.h"
 #include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 #include "Spmd/Dialect/Spmd/Transforms/ShardingRules.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -21,16 +30,27 @@ namespace mlir::spmd {
 
 /// The dialects of the programs spmd compiles, plus its own.
 inline void registerAllDialects(DialectRegistry &registry) {
-  registry.insert<SpmdDialect, arith::ArithDialect, func::FuncDialect,
-                  linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
-                  tensor::TensorDialect>();
+  registry
+      .insert<SpmdDialect, arith::ArithDialect,
+              bufferization::BufferizationDialect, func::FuncDialect,
+              linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
+              memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect>();
   registerShardingRuleModels(registry);
+  // What the CPU lowering bufferizes.
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
 }
 
 /// The generic transforms (canonicalize, cse, ...) and spmd's own passes.
 inline void registerAllPasses() {
   registerTransformsPasses();
   registerSpmdPasses();
+  registerSpmdConversionPasses();
+  registerLowerToCPUPipeline();
   PassPipelineRegistration<>(
       "spmd-distribute",
       "Distributes a global program: spmd-propagate, spmd-expand, "

@@ -1,0 +1,28 @@
+//===- Passes.h - spmd conversion passes ------------------------*- C++ -*-===//
+
+#ifndef SPMD_CONVERSION_PASSES_H
+#define SPMD_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::spmd {
+
+#define GEN_PASS_DECL
+#include "Spmd/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "Spmd/Conversion/Passes.h.inc"
+
+/// Registers `spmd-lower-to-cpu`: optimizer/foreach decomposition,
+/// convert-spmd-to-runtime, one-shot bufferization, buffer deallocation,
+/// linalg to loops, and conversion of everything to the LLVM dialect.
+void registerLowerToCPUPipeline();
+
+} // namespace mlir::spmd
+
+#endif // SPMD_CONVERSION_PASSES_H

@@ -1,0 +1,50 @@
+//===- Passes.td - spmd conversion passes ------------------*- tablegen -*-===//
+
+#ifndef SPMD_CONVERSION_PASSES_TD
+#define SPMD_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertSpmdToRuntimePass
+    : Pass<"convert-spmd-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Lowers collectives, rank queries and state to libSpmdRuntime";
+  let description = [{
+    Runs on the local program (after `spmd-expand`), on tensors, so that
+    upstream one-shot bufferization handles everything after it:
+
+    - each synchronous collective becomes, per input, a copy of the input
+      into a fresh contiguous buffer, a fresh output buffer, and a call into
+      libSpmdRuntime with their addresses (`spmdAllReduce`, `spmdAllGather`,
+      `spmdReduceScatter`, `spmdAllToAll4`, `spmdBroadcast`); the result
+      tensor is the output buffer;
+    - `spmd.axis_index` becomes `spmdAxisIndex`, and `spmd.local_slice` a
+      `tensor.extract_slice` at this rank's chunk (torch.chunk sizes);
+    - `spmd.state` becomes a zero-initialized public `memref.global` of the
+      same name (the host reaches it by symbol); `spmd.load` copies the
+      global into a new buffer, `spmd.store` copies into the global.
+
+    A group is passed as the mesh shape packed 16 bits per axis and a bit
+    mask of the axes. Unsupported, with a diagnostic: asynchronous
+    collectives, dynamic shapes on collectives, element types other than
+    f32/f64/i32/i64, meshes of more than 4 axes or axes of 65536 ranks or
+    more, groups whose axes are not listed in increasing order, all_to_all
+    of rank above 4.
+
+    ```mlir
+    %r = spmd.all_reduce %g on @dp axes = [0] sum : tensor<8xf32> -> tensor<8xf32>
+    // becomes
+    %in = ... copy of %g in a new memref<8xf32> ...
+    %out = memref.alloc() : memref<8xf32>
+    func.call @spmdAllReduce(%in_addr, %out_addr, %c8, %f32, %sum, %mesh, %mask)
+        : (i64, i64, i64, i32, i32, i64, i64) -> ()
+    %r = bufferization.to_tensor %out restrict writable : memref<8xf32> to tensor<8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+#endif // SPMD_CONVERSION_PASSES_TD

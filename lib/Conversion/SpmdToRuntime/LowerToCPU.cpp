@@ -1,0 +1,62 @@
+//===- LowerToCPU.cpp - the spmd-lower-to-cpu pipeline --------------------===//
+
+#include "Spmd/Conversion/Passes.h"
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::spmd::registerLowerToCPUPipeline() {
+  PassPipelineRegistration<>(
+      "spmd-lower-to-cpu",
+      "Lowers a local spmd program to the LLVM dialect for the CPU: "
+      "decompose optimizers and foreach, convert-spmd-to-runtime, one-shot "
+      "bufferization, buffer deallocation, linalg to loops, to LLVM",
+      [](OpPassManager &pm) {
+        pm.addNestedPass<func::FuncOp>(
+            spmd::createSpmdDecomposeOptimizersPass());
+        pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeForeachPass());
+        pm.addPass(createCanonicalizerPass());
+        pm.addPass(spmd::createConvertSpmdToRuntimePass());
+        pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+        bufferization::OneShotBufferizePassOptions bufferize;
+        bufferize.bufferizeFunctionBoundaries = true;
+        bufferize.functionBoundaryTypeConversion =
+            bufferization::LayoutMapOption::IdentityLayoutMap;
+        pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+        bufferization::BufferDeallocationPipelineOptions dealloc;
+        bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+        pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+        pm.addPass(createLowerAffinePass());
+        pm.addPass(createSCFToControlFlowPass());
+        pm.addPass(memref::createExpandStridedMetadataPass());
+        pm.addPass(createLowerAffinePass());
+        pm.addPass(createConvertMathToLLVMPass());
+        pm.addPass(createConvertMathToLibmPass());
+        pm.addPass(createArithToLLVMConversionPass());
+        pm.addPass(createConvertIndexToLLVMPass());
+        pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+        pm.addPass(createConvertControlFlowToLLVMPass());
+        pm.addPass(createConvertFuncToLLVMPass());
+        pm.addPass(createReconcileUnrealizedCastsPass());
+        pm.addPass(createCanonicalizerPass());
+      });
+}

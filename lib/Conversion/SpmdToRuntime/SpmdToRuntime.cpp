@@ -1,0 +1,402 @@
+//===- SpmdToRuntime.cpp - collectives and state to libSpmdRuntime --------===//
+
+#include "Spmd/Conversion/Passes.h"
+#include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::spmd {
+#define GEN_PASS_DEF_CONVERTSPMDTORUNTIMEPASS
+#include "Spmd/Conversion/Passes.h.inc"
+} // namespace mlir::spmd
+
+using namespace mlir;
+using namespace mlir::spmd;
+
+namespace {
+
+class RuntimeLowering {
+public:
+  explicit RuntimeLowering(ModuleOp module)
+      : module(module), ctx(module.getContext()), b(ctx) {}
+
+  LogicalResult run();
+
+private:
+  Value i64(int64_t v, Location loc) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+  }
+  Value i32(int64_t v, Location loc) {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+  }
+  /// Declares (once) and calls runtime function `name`.
+  Value call(StringRef name, ValueRange args, TypeRange results, Location loc);
+  FailureOr<std::pair<int64_t, int64_t>>
+  group(Operation *op, FlatSymbolRefAttr meshName, ArrayRef<int64_t> axes);
+  FailureOr<int32_t> dtype(Operation *op, Type element);
+  /// A contiguous copy of `tensor` and a fresh buffer of `resultType`, with
+  /// their addresses.
+  std::tuple<Value, Value, Value>
+  buffers(Value tensor, RankedTensorType resultType, Location loc);
+  Value address(Value memref, Location loc);
+  Value axisIndex(int64_t meshCode, int64_t mask, Location loc);
+
+  LogicalResult lowerCollective(CollectiveOpInterface op);
+  LogicalResult lowerLocalSlice(LocalSliceOp op);
+  LogicalResult lowerState(StateOp op);
+
+  ModuleOp module;
+  MLIRContext *ctx;
+  OpBuilder b;
+  DenseMap<StringAttr, MeshOp> meshes;
+};
+
+Value RuntimeLowering::call(StringRef name, ValueRange args, TypeRange results,
+                            Location loc) {
+  auto fnType = b.getFunctionType(args.getTypes(), results);
+  if (!module.lookupSymbol<func::FuncOp>(name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    auto fn = func::FuncOp::create(b, module.getLoc(), name, fnType);
+    fn.setPrivate();
+  }
+  auto op = func::CallOp::create(b, loc, name, results, args);
+  return results.empty() ? Value() : op.getResult(0);
+}
+
+FailureOr<std::pair<int64_t, int64_t>>
+RuntimeLowering::group(Operation *op, FlatSymbolRefAttr meshName,
+                       ArrayRef<int64_t> axes) {
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, meshName);
+  if (!mesh)
+    return op->emitOpError() << meshName << " does not name an 'spmd.mesh'";
+  if (mesh.getRank() > 4)
+    return op->emitOpError("the CPU runtime supports meshes of up to 4 axes");
+  int64_t code = 0;
+  for (auto [a, size] : llvm::enumerate(mesh.getShape())) {
+    if (size >= 65536)
+      return op->emitOpError("the CPU runtime supports axes of fewer than "
+                             "65536 ranks");
+    code |= size << (16 * a);
+  }
+  int64_t mask = 0, last = -1;
+  for (int64_t axis : axes) {
+    if (axis <= last)
+      return op->emitOpError("the CPU runtime needs the axes of a group in "
+                             "increasing order");
+    last = axis;
+    mask |= int64_t(1) << axis;
+  }
+  return std::make_pair(code, mask);
+}
+
+FailureOr<int32_t> RuntimeLowering::dtype(Operation *op, Type element) {
+  if (element.isF32())
+    return SPMD_F32;
+  if (element.isF64())
+    return SPMD_F64;
+  if (element.isInteger(32))
+    return SPMD_I32;
+  if (element.isInteger(64))
+    return SPMD_I64;
+  return op->emitOpError() << "the CPU runtime does not support element type "
+                           << element;
+}
+
+Value RuntimeLowering::address(Value memref, Location loc) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+}
+
+std::tuple<Value, Value, Value>
+RuntimeLowering::buffers(Value tensor, RankedTensorType resultType,
+                         Location loc) {
+  auto inType = cast<RankedTensorType>(tensor.getType());
+  // Any layout bufferization picks for the input is copied into a
+  // contiguous buffer the runtime can address as one block.
+  auto stridedType = MemRefType::get(
+      inType.getShape(), inType.getElementType(),
+      StridedLayoutAttr::get(
+          ctx, ShapedType::kDynamic,
+          SmallVector<int64_t>(inType.getRank(), ShapedType::kDynamic)));
+  Value source = bufferization::ToBufferOp::create(b, loc, stridedType, tensor,
+                                                   /*read_only=*/true);
+  Value in = memref::AllocOp::create(
+      b, loc, MemRefType::get(inType.getShape(), inType.getElementType()));
+  memref::CopyOp::create(b, loc, source, in);
+  Value out = memref::AllocOp::create(
+      b, loc,
+      MemRefType::get(resultType.getShape(), resultType.getElementType()));
+  return {in, out, Value()};
+}
+
+Value RuntimeLowering::axisIndex(int64_t meshCode, int64_t mask, Location loc) {
+  Value idx = call("spmdAxisIndex", {i64(meshCode, loc), i64(mask, loc)},
+                   b.getI64Type(), loc);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), idx);
+}
+
+static int64_t product(ArrayRef<int64_t> shape, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i)
+    p *= shape[i];
+  return p;
+}
+
+LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
+  Operation *operation = op.getOperation();
+  if (op.isAsync())
+    return operation->emitOpError(
+        "asynchronous collectives are not supported by "
+        "convert-spmd-to-runtime yet");
+  FailureOr<std::pair<int64_t, int64_t>> grp =
+      group(operation, op.getMeshAttr(), op.getAxes());
+  if (failed(grp))
+    return failure();
+  auto [meshCode, mask] = *grp;
+  Location loc = operation->getLoc();
+  b.setInsertionPoint(operation);
+  SmallVector<Value> results;
+  for (auto [input, result] :
+       llvm::zip(op.getInputs(), operation->getResults())) {
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto outType = cast<RankedTensorType>(result.getType());
+    if (!inType.hasStaticShape() || !outType.hasStaticShape())
+      return operation->emitOpError(
+          "the CPU runtime needs static shapes on collectives");
+    FailureOr<int32_t> code = dtype(operation, inType.getElementType());
+    if (failed(code))
+      return failure();
+    auto [in, out, unused] = buffers(input, outType, loc);
+    Value inAddr = address(in, loc), outAddr = address(out, loc);
+    ArrayRef<int64_t> shape = inType.getShape();
+    size_t rank = shape.size();
+    Value dt = i32(*code, loc), mesh = i64(meshCode, loc),
+          axes = i64(mask, loc);
+    LogicalResult status =
+        TypeSwitch<Operation *, LogicalResult>(operation)
+            .Case([&](AllReduceOp ar) {
+              call("spmdAllReduce",
+                   {inAddr, outAddr, i64(inType.getNumElements(), loc), dt,
+                    i32(static_cast<int32_t>(ar.getKind()), loc), mesh, axes},
+                   {}, loc);
+              return success();
+            })
+            .Case([&](AllGatherOp ag) {
+              size_t d = ag.getGatherDimAttr().getInt();
+              call("spmdAllGather",
+                   {inAddr, outAddr, i64(product(shape, 0, d), loc),
+                    i64(shape[d], loc), i64(product(shape, d + 1, rank), loc),
+                    dt, mesh, axes},
+                   {}, loc);
+              return success();
+            })
+            .Case([&](ReduceScatterOp rs) {
+              size_t d = rs.getScatterDimAttr().getInt();
+              call("spmdReduceScatter",
+                   {inAddr, outAddr, i64(product(shape, 0, d), loc),
+                    i64(shape[d], loc), i64(product(shape, d + 1, rank), loc),
+                    dt, i32(static_cast<int32_t>(rs.getKind()), loc), mesh,
+                    axes},
+                   {}, loc);
+              return success();
+            })
+            .Case([&](AllToAllOp a2a) -> LogicalResult {
+              if (rank > 4)
+                return operation->emitOpError(
+                    "the CPU runtime supports all_to_all up to rank 4");
+              SmallVector<Value> args{inAddr, outAddr};
+              for (size_t i = 0; i < 4; ++i)
+                args.push_back(i64(i < rank ? shape[i] : 1, loc));
+              args.append({i64(a2a.getSplitDimAttr().getInt(), loc),
+                           i64(a2a.getConcatDimAttr().getInt(), loc), dt, mesh,
+                           axes});
+              call("spmdAllToAll4", args, {}, loc);
+              return success();
+            })
+            .Case([&](BroadcastOp bc) {
+              call("spmdBroadcast",
+                   {inAddr, outAddr, i64(inType.getNumElements(), loc), dt,
+                    i64(bc.getRootAttr().getInt(), loc), mesh, axes},
+                   {}, loc);
+              return success();
+            })
+            .Default([&](Operation *) {
+              return operation->emitOpError("has no runtime lowering");
+            });
+    if (failed(status))
+      return failure();
+    results.push_back(bufferization::ToTensorOp::create(
+        b, loc, outType, out, /*restrict=*/true, /*writable=*/true));
+  }
+  operation->replaceAllUsesWith(results);
+  operation->erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::lowerLocalSlice(LocalSliceOp op) {
+  FailureOr<std::pair<int64_t, int64_t>> grp =
+      group(op, op.getMeshAttr(), op.getAxes());
+  if (failed(grp))
+    return failure();
+  Location loc = op.getLoc();
+  b.setInsertionPoint(op);
+  auto mesh =
+      SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, op.getMeshAttr());
+  int64_t n = mesh.getGroupSize(op.getAxes());
+  int64_t dim = op.getDimAttr().getInt();
+  RankedTensorType inType = op.getInput().getType();
+  int64_t size = inType.getDimSize(dim);
+  if (ShapedType::isDynamic(size))
+    return op.emitOpError("the CPU lowering needs a static sliced dimension");
+  int64_t chunk = (size + n - 1) / n;
+  Value idx = axisIndex(grp->first, grp->second, loc);
+  Value offset = arith::MulIOp::create(
+      b, loc, idx, arith::ConstantIndexOp::create(b, loc, chunk));
+  SmallVector<OpFoldResult> offsets(inType.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(inType.getRank(), b.getIndexAttr(1));
+  for (int64_t d = 0; d < inType.getRank(); ++d)
+    sizes.push_back(b.getIndexAttr(op.getType().getDimSize(d)));
+  offsets[dim] = offset;
+  if (op.getType().isDynamicDim(dim)) {
+    // clamp(size - offset, 0, chunk)
+    Value left = arith::SubIOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, size), offset);
+    Value low = arith::MaxSIOp::create(
+        b, loc, left, arith::ConstantIndexOp::create(b, loc, 0));
+    sizes[dim] = arith::MinSIOp::create(
+                     b, loc, low, arith::ConstantIndexOp::create(b, loc, chunk))
+                     .getResult();
+    // An empty chunk starts at the end.
+    offsets[dim] =
+        arith::MinSIOp::create(b, loc, offset,
+                               arith::ConstantIndexOp::create(b, loc, size))
+            .getResult();
+  }
+  Value slice = tensor::ExtractSliceOp::create(
+      b, loc, op.getType(), op.getInput(), offsets, sizes, strides);
+  op.replaceAllUsesWith(slice);
+  op.erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::lowerState(StateOp state) {
+  RankedTensorType type = state.getTensorType();
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+  b.setInsertionPoint(state);
+  auto global = memref::GlobalOp::create(
+      b, state.getLoc(), state.getSymName(), b.getStringAttr("public"),
+      memrefType,
+      DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())),
+      /*constant=*/false, /*alignment=*/b.getI64IntegerAttr(64));
+  (void)global;
+  SmallVector<Operation *> uses;
+  module.walk([&](Operation *op) {
+    if (auto load = dyn_cast<LoadOp>(op);
+        load && load.getState() == state.getSymName())
+      uses.push_back(op);
+    if (auto store = dyn_cast<StoreOp>(op);
+        store && store.getState() == state.getSymName())
+      uses.push_back(op);
+  });
+  for (Operation *op : uses) {
+    Location loc = op->getLoc();
+    b.setInsertionPoint(op);
+    Value buffer =
+        memref::GetGlobalOp::create(b, loc, memrefType, state.getSymName());
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      // A copy: a later store must not change values still in use.
+      Value copy = memref::AllocOp::create(b, loc, memrefType);
+      memref::CopyOp::create(b, loc, buffer, copy);
+      Value t = bufferization::ToTensorOp::create(b, loc, type, copy,
+                                                  /*restrict=*/true,
+                                                  /*writable=*/true);
+      load.replaceAllUsesWith(t);
+    } else {
+      auto store = cast<StoreOp>(op);
+      Value value = bufferization::ToBufferOp::create(
+          b, loc,
+          MemRefType::get(
+              type.getShape(), type.getElementType(),
+              StridedLayoutAttr::get(
+                  ctx, ShapedType::kDynamic,
+                  SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic))),
+          store.getValue(), /*read_only=*/true);
+      memref::CopyOp::create(b, loc, value, buffer);
+    }
+    op->erase();
+  }
+  state.erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::run() {
+  SmallVector<Operation *> work;
+  module.walk([&](Operation *op) {
+    if (isa<CollectiveOpInterface, LocalSliceOp, AxisIndexOp, WaitOp>(op))
+      work.push_back(op);
+  });
+  for (Operation *op : work) {
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      if (failed(lowerCollective(collective)))
+        return failure();
+    } else if (auto slice = dyn_cast<LocalSliceOp>(op)) {
+      if (failed(lowerLocalSlice(slice)))
+        return failure();
+    } else if (auto idx = dyn_cast<AxisIndexOp>(op)) {
+      FailureOr<std::pair<int64_t, int64_t>> grp =
+          group(op, idx.getMeshAttr(), idx.getAxes());
+      if (failed(grp))
+        return failure();
+      b.setInsertionPoint(op);
+      idx.replaceAllUsesWith(axisIndex(grp->first, grp->second, op->getLoc()));
+      op->erase();
+    } else {
+      return op->emitOpError("asynchronous collectives are not supported by "
+                             "convert-spmd-to-runtime yet");
+    }
+  }
+  for (auto state : llvm::make_early_inc_range(module.getOps<StateOp>()))
+    if (failed(lowerState(state)))
+      return failure();
+  // Specs described the layout; the local program no longer needs them.
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      fn.removeArgAttr(i, SpmdDialect::getSpecAttrName());
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      fn.removeResultAttr(i,
+                          StringAttr::get(ctx, SpmdDialect::getSpecAttrName()));
+  }
+  WalkResult leftover = module.walk([&](Operation *op) {
+    if (isa<AnnotateOp, RedistributeOp>(op)) {
+      op->emitOpError("is a global-program op; run spmd-distribute before "
+                      "convert-spmd-to-runtime");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (leftover.wasInterrupted())
+    return failure();
+  for (auto mesh : llvm::make_early_inc_range(module.getOps<MeshOp>()))
+    mesh.erase();
+  return success();
+}
+
+struct ConvertSpmdToRuntimePass
+    : public spmd::impl::ConvertSpmdToRuntimePassBase<
+          ConvertSpmdToRuntimePass> {
+  void runOnOperation() override {
+    RuntimeLowering lowering(getOperation());
+    if (failed(lowering.run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace
