@@ -60,6 +60,14 @@ if mpirun:
     config.substitutions.append(
         ("%mpirun", "timeout 120 " + mpirun + " --oversubscribe --bind-to none -np"))
 config.substitutions.append(("%spmd_lib_dir", os.path.join(config.spmd_obj_root, "lib")))
+# Runs a program lowered by spmd-lower-to-cpu on every rank of an mpirun job.
+config.substitutions.append(
+    ("%run-mpi",
+     os.path.join(config.llvm_tools_dir, "mlir-runner")
+     + " -e main -entry-point-result=void -shared-libs="
+     + os.path.join(config.spmd_obj_root, "lib", "libSpmdRuntime.so") + ","
+     + os.path.join(mlir_lib_dir, "libmlir_runner_utils.so") + ","
+     + os.path.join(mlir_lib_dir, "libmlir_c_runner_utils.so")))
 
 if config.spmd_have_cuda:
     config.available_features.add("cuda-toolkit")

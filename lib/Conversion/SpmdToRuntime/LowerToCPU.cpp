@@ -5,6 +5,7 @@
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
@@ -44,6 +45,7 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
         bufferization::BufferDeallocationPipelineOptions dealloc;
         bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+        pm.addPass(createConvertBufferizationToMemRefPass());
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createSCFToControlFlowPass());

@@ -620,6 +620,9 @@ LogicalResult Expander::run() {
           Placements(annotate.getSpec().getPlacements()), op->getLoc());
       if (failed(v))
         return failure();
+      // Later ops see the new value in the annotated layout.
+      globalTypes[*v] = globalTypes.lookup(annotate.getResult());
+      placements[*v] = Placements(annotate.getSpec().getPlacements());
       annotate.getResult().replaceAllUsesWith(*v);
       op->erase();
       continue;
@@ -635,6 +638,8 @@ LogicalResult Expander::run() {
           Placements(redistribute.getSpec().getPlacements()), op->getLoc());
       if (failed(v))
         return failure();
+      globalTypes[*v] = globalTypes.lookup(redistribute.getResult());
+      placements[*v] = Placements(redistribute.getSpec().getPlacements());
       redistribute.getResult().replaceAllUsesWith(*v);
       op->erase();
       continue;
