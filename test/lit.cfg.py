@@ -46,7 +46,7 @@ config.substitutions.append(
      "mlir-runner -e main -entry-point-result=void -shared-libs="
      + os.path.join(mlir_lib_dir, "libmlir_runner_utils.so") + ","
      + os.path.join(mlir_lib_dir, "libmlir_c_runner_utils.so")))
-config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%spmd_python", config.python_executable))
 
 # MPI: everything runs as root here and CI has 2 cores, so OpenMPI needs
 # both permissions; a job that hangs is killed rather than stalling CI.

@@ -51,7 +51,7 @@ def program(name, mesh, w1_spec, w2_spec, batch_spec, annotate_out, optimizer):
     L.append(f"// RUN: %mpirun 1 %run-mpi %t.ref.mlir > %t.ref.out")
     L.append(f"// RUN: spmd-opt %s --spmd-distribute --spmd-lower-to-cpu > %t.mlir")
     L.append(f"// RUN: %mpirun 2 %run-mpi %t.mlir > %t.out")
-    L.append(f"// RUN: %python %S/compare_runs.py %t.ref.out %t.out | FileCheck %s")
+    L.append(f"// RUN: %spmd_python %S/compare_runs.py %t.ref.out %t.out | FileCheck %s")
     L.append(f"// CHECK: PASS")
     L.append(f"// The distributed program communicates:")
     L.append(f"// RUN: spmd-opt %s --spmd-distribute | FileCheck %s --check-prefix=COMM")

@@ -4,13 +4,13 @@
 // ranks. Only rank 0 prints.
 // RUN: sed s/NP/1/ %s | spmd-opt --spmd-distribute --spmd-lower-to-cpu > %t1.mlir
 // RUN: %mpirun 1 %run-mpi %t1.mlir > %t1.out
-// RUN: %python %S/compare_runs.py --expect-equal-to-first %t1.out | FileCheck %s
+// RUN: %spmd_python %S/compare_runs.py --expect-equal-to-first %t1.out | FileCheck %s
 // RUN: sed s/NP/2/ %s | spmd-opt --spmd-distribute --spmd-lower-to-cpu > %t2.mlir
 // RUN: %mpirun 2 %run-mpi %t2.mlir > %t2.out
-// RUN: %python %S/compare_runs.py --expect-equal-to-first %t2.out | FileCheck %s
+// RUN: %spmd_python %S/compare_runs.py --expect-equal-to-first %t2.out | FileCheck %s
 // RUN: sed s/NP/4/ %s | spmd-opt --spmd-distribute --spmd-lower-to-cpu > %t4.mlir
 // RUN: %mpirun 4 %run-mpi %t4.mlir > %t4.out
-// RUN: %python %S/compare_runs.py --expect-equal-to-first %t4.out | FileCheck %s
+// RUN: %spmd_python %S/compare_runs.py --expect-equal-to-first %t4.out | FileCheck %s
 // CHECK-COUNT-12: max |diff| = 0{{$}}
 // CHECK: PASS
 

@@ -4,7 +4,7 @@
 // RUN: %mpirun 1 %run-mpi %t.ref.mlir > %t.ref.out
 // RUN: spmd-opt %s --spmd-distribute --spmd-lower-to-cpu > %t.mlir
 // RUN: %mpirun 2 %run-mpi %t.mlir > %t.out
-// RUN: %python %S/compare_runs.py %t.ref.out %t.out | FileCheck %s
+// RUN: %spmd_python %S/compare_runs.py %t.ref.out %t.out | FileCheck %s
 // CHECK: PASS
 // The distributed program communicates:
 // RUN: spmd-opt %s --spmd-distribute | FileCheck %s --check-prefix=COMM

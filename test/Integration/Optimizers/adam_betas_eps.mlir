@@ -2,7 +2,7 @@
 // adam_betas_eps: {'lr': 0.03, 'betas': (0.8, 0.95), 'eps': 1e-06, 'class': 'Adam'}
 // RUN: spmd-opt %s --spmd-decompose-optimizers --spmd-decompose-foreach \
 // RUN: | %lower-to-llvm-cpu | %run-cpu \
-// RUN: | %python %S/check_golden.py %S/adam_betas_eps.golden.json
+// RUN: | %spmd_python %S/check_golden.py %S/adam_betas_eps.golden.json
 
 func.func @step(%p0: tensor<4x3xf32>, %p1: tensor<5xf32>, %g0: tensor<4x3xf32>, %g1: tensor<5xf32>, %m0: tensor<4x3xf32>, %m1: tensor<5xf32>, %v0: tensor<4x3xf32>, %v1: tensor<5xf32>, %s0: tensor<f32>, %s1: tensor<f32>) -> (tensor<4x3xf32>, tensor<5xf32>, tensor<4x3xf32>, tensor<5xf32>, tensor<4x3xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>) {
   %r:8 = spmd.adam params [%p0, %p1] grads [%g0, %g1] exp_avgs [%m0, %m1] exp_avg_sqs [%v0, %v1] steps [%s0, %s1] {lr = 2.99999999999999989e-02 : f64, beta1 = 8.00000000000000044e-01 : f64, beta2 = 9.49999999999999956e-01 : f64, eps = 9.99999999999999955e-07 : f64, weight_decay = 0.00000000000000000e+00 : f64} : tensor<4x3xf32>, tensor<5xf32>

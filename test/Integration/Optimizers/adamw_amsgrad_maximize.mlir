@@ -2,7 +2,7 @@
 // adamw_amsgrad_maximize: {'lr': 0.01, 'weight_decay': 0.05, 'amsgrad': True, 'maximize': True, 'class': 'AdamW'}
 // RUN: spmd-opt %s --spmd-decompose-optimizers --spmd-decompose-foreach \
 // RUN: | %lower-to-llvm-cpu | %run-cpu \
-// RUN: | %python %S/check_golden.py %S/adamw_amsgrad_maximize.golden.json
+// RUN: | %spmd_python %S/check_golden.py %S/adamw_amsgrad_maximize.golden.json
 
 func.func @step(%p0: tensor<4x3xf32>, %p1: tensor<5xf32>, %g0: tensor<4x3xf32>, %g1: tensor<5xf32>, %m0: tensor<4x3xf32>, %m1: tensor<5xf32>, %v0: tensor<4x3xf32>, %v1: tensor<5xf32>, %x0: tensor<4x3xf32>, %x1: tensor<5xf32>, %s0: tensor<f32>, %s1: tensor<f32>) -> (tensor<4x3xf32>, tensor<5xf32>, tensor<4x3xf32>, tensor<5xf32>, tensor<4x3xf32>, tensor<5xf32>, tensor<4x3xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>) {
   %r:10 = spmd.adam params [%p0, %p1] grads [%g0, %g1] exp_avgs [%m0, %m1] exp_avg_sqs [%v0, %v1] max_exp_avg_sqs [%x0, %x1] steps [%s0, %s1] {lr = 1.00000000000000002e-02 : f64, beta1 = 9.00000000000000022e-01 : f64, beta2 = 9.98999999999999999e-01 : f64, eps = 1.00000000000000002e-08 : f64, weight_decay = 5.00000000000000028e-02 : f64, amsgrad, maximize, decoupled_weight_decay} : tensor<4x3xf32>, tensor<5xf32>

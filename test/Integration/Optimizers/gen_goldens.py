@@ -143,7 +143,7 @@ def emit_test(name, kind, opts, initial, grads, results):
         f"// {name}: {opts}",
         "// RUN: spmd-opt %s --spmd-decompose-optimizers --spmd-decompose-foreach \\",
         "// RUN: | %lower-to-llvm-cpu | %run-cpu \\",
-        "// RUN: | %python %S/check_golden.py %S/" + name + ".golden.json",
+        "// RUN: | %spmd_python %S/check_golden.py %S/" + name + ".golden.json",
         "",
         f"func.func @step({', '.join(args)}) -> ({', '.join(result_types)}) {{",
         f"  %r:{k} = {op} {clauses} {hyper_attrs(kind, opts)} : {', '.join(ptypes)}",

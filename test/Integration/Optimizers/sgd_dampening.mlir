@@ -2,7 +2,7 @@
 // sgd_dampening: {'lr': 0.05, 'momentum': 0.9, 'dampening': 0.3, 'class': 'SGD'}
 // RUN: spmd-opt %s --spmd-decompose-optimizers --spmd-decompose-foreach \
 // RUN: | %lower-to-llvm-cpu | %run-cpu \
-// RUN: | %python %S/check_golden.py %S/sgd_dampening.golden.json
+// RUN: | %spmd_python %S/check_golden.py %S/sgd_dampening.golden.json
 
 func.func @step(%p0: tensor<4x3xf32>, %p1: tensor<5xf32>, %g0: tensor<4x3xf32>, %g1: tensor<5xf32>, %b0: tensor<4x3xf32>, %b1: tensor<5xf32>, %s: tensor<f32>) -> (tensor<4x3xf32>, tensor<5xf32>, tensor<4x3xf32>, tensor<5xf32>, tensor<f32>) {
   %r:5 = spmd.sgd params [%p0, %p1] grads [%g0, %g1] momentum_buffers [%b0, %b1] step %s {lr = 5.00000000000000028e-02 : f64, momentum = 9.00000000000000022e-01 : f64, dampening = 2.99999999999999989e-01 : f64} : tensor<4x3xf32>, tensor<5xf32>

@@ -2,7 +2,7 @@
 // sgd_momentum: {'lr': 0.1, 'momentum': 0.9, 'class': 'SGD'}
 // RUN: spmd-opt %s --spmd-decompose-optimizers --spmd-decompose-foreach \
 // RUN: | %lower-to-llvm-cpu | %run-cpu \
-// RUN: | %python %S/check_golden.py %S/sgd_momentum.golden.json
+// RUN: | %spmd_python %S/check_golden.py %S/sgd_momentum.golden.json
 
 func.func @step(%p0: tensor<4x3xf32>, %p1: tensor<5xf32>, %g0: tensor<4x3xf32>, %g1: tensor<5xf32>, %b0: tensor<4x3xf32>, %b1: tensor<5xf32>, %s: tensor<f32>) -> (tensor<4x3xf32>, tensor<5xf32>, tensor<4x3xf32>, tensor<5xf32>, tensor<f32>) {
   %r:5 = spmd.sgd params [%p0, %p1] grads [%g0, %g1] momentum_buffers [%b0, %b1] step %s {lr = 1.00000000000000006e-01 : f64, momentum = 9.00000000000000022e-01 : f64} : tensor<4x3xf32>, tensor<5xf32>

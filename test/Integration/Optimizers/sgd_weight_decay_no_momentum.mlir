@@ -2,7 +2,7 @@
 // sgd_weight_decay_no_momentum: {'lr': 0.2, 'weight_decay': 0.1, 'class': 'SGD'}
 // RUN: spmd-opt %s --spmd-decompose-optimizers --spmd-decompose-foreach \
 // RUN: | %lower-to-llvm-cpu | %run-cpu \
-// RUN: | %python %S/check_golden.py %S/sgd_weight_decay_no_momentum.golden.json
+// RUN: | %spmd_python %S/check_golden.py %S/sgd_weight_decay_no_momentum.golden.json
 
 func.func @step(%p0: tensor<4x3xf32>, %p1: tensor<5xf32>, %g0: tensor<4x3xf32>, %g1: tensor<5xf32>) -> (tensor<4x3xf32>, tensor<5xf32>) {
   %r:2 = spmd.sgd params [%p0, %p1] grads [%g0, %g1] {lr = 2.00000000000000011e-01 : f64, weight_decay = 1.00000000000000006e-01 : f64} : tensor<4x3xf32>, tensor<5xf32>
