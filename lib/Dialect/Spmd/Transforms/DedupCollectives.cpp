@@ -46,7 +46,7 @@ struct OpKeyInfo : public llvm::DenseMapInfo<OpKey> {
         rhs.op == getEmptyKey().op || rhs.op == getTombstoneKey().op)
       return false;
     return OperationEquivalence::isEquivalentTo(
-        lhs.op, rhs.op, OperationEquivalence::ignoreValueEquivalence, nullptr,
+        lhs.op, rhs.op, OperationEquivalence::exactValueMatch, nullptr,
         OperationEquivalence::IgnoreLocations);
   }
 };

@@ -105,6 +105,7 @@ private:
   DenseMap<unsigned, Value> axisIndices;
   DenseMap<std::pair<Value, Attribute>, Value> cache;
   DenseMap<Operation *, ShardingRule> rules;
+  SmallVector<Operation *> dead;
 };
 
 Value Expander::axisIndex(unsigned axis) {
@@ -520,7 +521,7 @@ LogicalResult Expander::localizeSizes(Operation *op) {
         b, op->getLoc(), slice.getType(), slice.getSource(),
         slice.getMixedOffsets(), sizes, slice.getMixedStrides());
     op->replaceAllUsesWith(newOp);
-    op->erase();
+    dead.push_back(op);
     return success();
   }
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
@@ -531,7 +532,7 @@ LogicalResult Expander::localizeSizes(Operation *op) {
         b, op->getLoc(), insert.getSource(), insert.getDest(),
         insert.getMixedOffsets(), sizes, insert.getMixedStrides());
     op->replaceAllUsesWith(newOp);
-    op->erase();
+    dead.push_back(op);
     return success();
   }
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
@@ -542,7 +543,7 @@ LogicalResult Expander::localizeSizes(Operation *op) {
         b, op->getLoc(), expand.getResultType(), expand.getSrc(),
         expand.getReassociationIndices());
     op->replaceAllUsesWith(newOp);
-    op->erase();
+    dead.push_back(op);
   }
   return success();
 }
@@ -624,7 +625,7 @@ LogicalResult Expander::run() {
       globalTypes[*v] = globalTypes.lookup(annotate.getResult());
       placements[*v] = Placements(annotate.getSpec().getPlacements());
       annotate.getResult().replaceAllUsesWith(*v);
-      op->erase();
+      dead.push_back(op);
       continue;
     }
     if (auto redistribute = dyn_cast<RedistributeOp>(op)) {
@@ -641,7 +642,7 @@ LogicalResult Expander::run() {
       globalTypes[*v] = globalTypes.lookup(redistribute.getResult());
       placements[*v] = Placements(redistribute.getSpec().getPlacements());
       redistribute.getResult().replaceAllUsesWith(*v);
-      op->erase();
+      dead.push_back(op);
       continue;
     }
     if (auto load = dyn_cast<LoadOp>(op)) {
@@ -688,6 +689,10 @@ LogicalResult Expander::run() {
     if (failed(expandOp(op)))
       return failure();
   }
+  // Replaced ops die only now: the maps above are keyed by values, and an
+  // erased value's storage could be reused by a new one mid-expansion.
+  for (Operation *op : llvm::reverse(dead))
+    op->erase();
   for (Operation *op : llvm::reverse(flexible)) {
     if (!op->use_empty())
       return op->emitError("spmd-expand: a use of this value was not expanded");
