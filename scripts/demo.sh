@@ -11,8 +11,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 llvm=/usr/lib/llvm-22
+blas=$(sed -n 's/^SPMD_BLAS_LIBRARY:FILEPATH=//p' "$SPMD_BUILD/CMakeCache.txt")
 run=("$llvm/bin/mlir-runner" -e main -entry-point-result=void
-     "-shared-libs=$SPMD_BUILD/lib/libSpmdRuntime.so,$llvm/lib/libmlir_runner_utils.so,$llvm/lib/libmlir_c_runner_utils.so")
+     "-shared-libs=$SPMD_BUILD/lib/libSpmdRuntime.so,$blas,$llvm/lib/libmlir_runner_utils.so,$llvm/lib/libmlir_c_runner_utils.so")
 
 echo "== compile: spmd-opt --spmd-distribute --spmd-lower-to-cpu ($example)"
 spmd-opt "$example" --spmd-distribute -o "$work/local.mlir"

@@ -66,6 +66,7 @@ config.substitutions.append(
      os.path.join(config.llvm_tools_dir, "mlir-runner")
      + " -e main -entry-point-result=void -shared-libs="
      + os.path.join(config.spmd_obj_root, "lib", "libSpmdRuntime.so") + ","
+     + config.spmd_blas_library + ","
      + os.path.join(mlir_lib_dir, "libmlir_runner_utils.so") + ","
      + os.path.join(mlir_lib_dir, "libmlir_c_runner_utils.so")))
 

@@ -47,4 +47,30 @@ def ConvertSpmdToRuntimePass
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ConvertLinalgToBlasPass
+    : Pass<"spmd-convert-linalg-to-blas", "::mlir::func::FuncOp"> {
+  let summary = "Runs f32 matmuls on buffers through OpenBLAS cblas_sgemm";
+  let description = [{
+    After bufferization: every `linalg.matmul` on f32 memrefs with the
+    identity layout, in plain form or with one operand transposed through
+    its indexing maps (`(m, k), (n, k)` or `(k, m), (k, n)`), becomes a call
+    `cblas_sgemm(RowMajor, transA, transB, M, N, K, 1.0, A, lda, B, ldb,
+    1.0, C, ldc)` (beta = 1: linalg.matmul accumulates into its init). Other
+    matmuls are left for the loop lowering. The program must then be linked
+    with (or run with) `libopenblas`.
+
+    ```mlir
+    linalg.matmul ins(%a, %b : memref<64x128xf32>, memref<128x32xf32>)
+                  outs(%c : memref<64x32xf32>)
+    // becomes
+    func.call @cblas_sgemm(%c101, %c111, %c111, %m, %n, %k, %one, %pa, %lda,
+                           %pb, %ldb, %one, %pc, %ldc)
+        : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32) -> ()
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // SPMD_CONVERSION_PASSES_TD

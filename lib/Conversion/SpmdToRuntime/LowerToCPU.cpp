@@ -30,7 +30,8 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "spmd-lower-to-cpu",
       "Lowers a local spmd program to the LLVM dialect for the CPU: "
       "decompose optimizers and foreach, convert-spmd-to-runtime, one-shot "
-      "bufferization, buffer deallocation, linalg to loops, to LLVM",
+      "bufferization, buffer deallocation, f32 matmuls to cblas_sgemm, "
+      "other linalg to loops, to LLVM",
       [](OpPassManager &pm) {
         pm.addNestedPass<func::FuncOp>(
             spmd::createSpmdDecomposeOptimizersPass());
@@ -46,6 +47,7 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         bufferization::BufferDeallocationPipelineOptions dealloc;
         bufferization::buildBufferDeallocationPipeline(pm, dealloc);
         pm.addPass(createConvertBufferizationToMemRefPass());
+        pm.addNestedPass<func::FuncOp>(spmd::createConvertLinalgToBlasPass());
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createSCFToControlFlowPass());

@@ -1,0 +1,115 @@
+//===- LinalgToBlas.cpp - f32 matmuls on buffers to cblas_sgemm -----------===//
+
+#include "Spmd/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::spmd {
+#define GEN_PASS_DEF_CONVERTLINALGTOBLASPASS
+#include "Spmd/Conversion/Passes.h.inc"
+} // namespace mlir::spmd
+
+using namespace mlir;
+
+namespace {
+
+// CBLAS enum values.
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+
+struct ConvertLinalgToBlasPass
+    : public spmd::impl::ConvertLinalgToBlasPassBase<ConvertLinalgToBlasPass> {
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    auto module = fn->getParentOfType<ModuleOp>();
+    SmallVector<linalg::MatmulOp> matmuls;
+    fn.walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
+    for (linalg::MatmulOp op : matmuls)
+      convert(op, module);
+  }
+
+  static bool isPlainF32(Value v) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    return type && type.getElementType().isF32() && type.getRank() == 2 &&
+           type.getLayout().isIdentity();
+  }
+
+  void convert(linalg::MatmulOp op, ModuleOp module) {
+    if (!op.hasPureBufferSemantics() || op.getInputs().size() != 2 ||
+        !isPlainF32(op.getInputs()[0]) || !isPlainF32(op.getInputs()[1]) ||
+        !isPlainF32(op.getOutputs()[0]))
+      return;
+    MLIRContext *ctx = op.getContext();
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    auto maps = op.getIndexingMapsArray();
+    auto is = [&](ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b) {
+      return maps[0] == AffineMap::get(3, 0, a, ctx) &&
+             maps[1] == AffineMap::get(3, 0, b, ctx) &&
+             maps[2] == AffineMap::get(3, 0, {m, n}, ctx);
+    };
+    bool transA = false, transB = false;
+    if (is({m, k}, {k, n})) {
+    } else if (is({m, k}, {n, k})) {
+      transB = true;
+    } else if (is({k, m}, {k, n})) {
+      transA = true;
+    } else {
+      return;
+    }
+
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value a = op.getInputs()[0], bm = op.getInputs()[1], c = op.getOutputs()[0];
+    auto i32 = [&](Value index) {
+      return arith::IndexCastOp::create(b, loc, b.getI32Type(), index)
+          .getResult();
+    };
+    auto dim = [&](Value v, int64_t d) {
+      return i32(memref::DimOp::create(b, loc, v, d));
+    };
+    auto ptr = [&](Value v) {
+      Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, v);
+      return arith::IndexCastOp::create(b, loc, b.getI64Type(), index)
+          .getResult();
+    };
+    auto constI32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v)
+          .getResult();
+    };
+    Value M = dim(c, 0), N = dim(c, 1);
+    Value K = transA ? dim(a, 0) : dim(a, 1);
+    Value lda = dim(a, 1), ldb = dim(bm, 1), ldc = dim(c, 1);
+    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+    SmallVector<Value> args{constI32(kRowMajor),
+                            constI32(transA ? kTrans : kNoTrans),
+                            constI32(transB ? kTrans : kNoTrans),
+                            M,
+                            N,
+                            K,
+                            one,
+                            ptr(a),
+                            lda,
+                            ptr(bm),
+                            ldb,
+                            one,
+                            ptr(c),
+                            ldc};
+    StringRef name = "cblas_sgemm";
+    if (!module.lookupSymbol<func::FuncOp>(name)) {
+      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+      auto decl = func::FuncOp::create(
+          mb, module.getLoc(), name,
+          mb.getFunctionType(ValueRange(args).getTypes(), {}));
+      decl.setPrivate();
+    }
+    func::CallOp::create(b, loc, name, TypeRange{}, args);
+    op.erase();
+  }
+};
+
+} // namespace

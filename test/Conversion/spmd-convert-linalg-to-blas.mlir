@@ -1,0 +1,34 @@
+// RUN: spmd-opt %s --spmd-convert-linalg-to-blas --cse | FileCheck %s
+
+// CHECK-LABEL: func.func @plain
+// CHECK-SAME: (%[[A:.*]]: memref<64x128xf32>, %[[B:.*]]: memref<128x32xf32>, %[[C:.*]]: memref<64x32xf32>)
+// CHECK-DAG: %[[ROW:.*]] = arith.constant 101 : i32
+// CHECK-DAG: %[[NT:.*]] = arith.constant 111 : i32
+// CHECK: call @cblas_sgemm(%[[ROW]], %[[NT]], %[[NT]], %{{.*}}) : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32) -> ()
+// CHECK-NOT: linalg.matmul
+func.func @plain(%a: memref<64x128xf32>, %b: memref<128x32xf32>, %c: memref<64x32xf32>) {
+  linalg.matmul ins(%a, %b : memref<64x128xf32>, memref<128x32xf32>) outs(%c : memref<64x32xf32>)
+  return
+}
+
+// B transposed through the indexing maps.
+// CHECK-LABEL: func.func @transposed_b
+// CHECK-DAG: %[[NT:.*]] = arith.constant 111 : i32
+// CHECK-DAG: %[[T:.*]] = arith.constant 112 : i32
+// CHECK: call @cblas_sgemm(%{{.*}}, %[[NT]], %[[T]],
+func.func @transposed_b(%a: memref<8x4xf32>, %b: memref<6x4xf32>, %c: memref<8x6xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b : memref<8x4xf32>, memref<6x4xf32>) outs(%c : memref<8x6xf32>)
+  return
+}
+
+// Strided operands and other element types stay for the loop lowering.
+// CHECK-LABEL: func.func @not_converted
+// CHECK: linalg.matmul
+// CHECK: linalg.matmul
+func.func @not_converted(%a: memref<8x4xf32, strided<[8, 1]>>, %b: memref<4x6xf32>, %c: memref<8x6xf32>,
+                         %d: memref<8x4xf64>, %e: memref<4x6xf64>, %f: memref<8x6xf64>) {
+  linalg.matmul ins(%a, %b : memref<8x4xf32, strided<[8, 1]>>, memref<4x6xf32>) outs(%c : memref<8x6xf32>)
+  linalg.matmul ins(%d, %e : memref<8x4xf64>, memref<4x6xf64>) outs(%f : memref<8x6xf64>)
+  return
+}
