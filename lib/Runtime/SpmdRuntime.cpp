@@ -251,23 +251,23 @@ void spmdAllGather(int64_t in, int64_t out, int64_t outer, int64_t dim,
   size_t chunk = static_cast<size_t>(outer * dim * inner);
   if (outer == 1) {
     check(MPI_Allgather(ptr(in), static_cast<int>(chunk), mpiType(dtype, call),
-                        ptr(out), static_cast<int>(chunk),
-                        mpiType(dtype, call), comm),
+                        ptr(out), static_cast<int>(chunk), mpiType(dtype, call),
+                        comm),
           call, "MPI_Allgather");
     return;
   }
   // Gather whole chunks, then interleave them along the gathered dimension.
   std::vector<char> tmp(chunk * n * elem);
   check(MPI_Allgather(ptr(in), static_cast<int>(chunk), mpiType(dtype, call),
-                      tmp.data(), static_cast<int>(chunk),
-                      mpiType(dtype, call), comm),
+                      tmp.data(), static_cast<int>(chunk), mpiType(dtype, call),
+                      comm),
         call, "MPI_Allgather");
   size_t row = static_cast<size_t>(dim * inner) * elem;
   char *dst = static_cast<char *>(ptr(out));
   for (int64_t o = 0; o < outer; ++o)
     for (int k = 0; k < n; ++k)
-      std::memcpy(dst + (o * n + k) * row, tmp.data() + (k * chunk) * elem + o * row,
-                  row);
+      std::memcpy(dst + (o * n + k) * row,
+                  tmp.data() + (k * chunk) * elem + o * row, row);
 }
 
 void spmdReduceScatter(int64_t in, int64_t out, int64_t outer, int64_t dim,
@@ -347,8 +347,8 @@ void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
   char *dst = static_cast<char *>(ptr(out));
   for (int k = 0; k < n; ++k)
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + (o * n + k) * row, recv.data() + (k * chunk) * elem + o * row,
-                  row);
+      std::memcpy(dst + (o * n + k) * row,
+                  recv.data() + (k * chunk) * elem + o * row, row);
 }
 
 void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
@@ -390,11 +390,14 @@ int64_t spmdStateData(const char *name, int64_t *bytes) {
   fail("spmdStateData", "no state named '%s' is registered", name);
 }
 
-int64_t spmdStateCount(void) { return static_cast<int64_t>(rt().states.size()); }
+int64_t spmdStateCount(void) {
+  return static_cast<int64_t>(rt().states.size());
+}
 
 const char *spmdStateName(int64_t index) {
   if (index < 0 || index >= spmdStateCount())
-    fail("spmdStateName", "index %lld out of range", static_cast<long long>(index));
+    fail("spmdStateName", "index %lld out of range",
+         static_cast<long long>(index));
   return rt().states[index].name.c_str();
 }
 

@@ -22,13 +22,20 @@ func.func @transposed_b(%a: memref<8x4xf32>, %b: memref<6x4xf32>, %c: memref<8x6
   return
 }
 
-// Strided operands and other element types stay for the loop lowering.
-// CHECK-LABEL: func.func @not_converted
-// CHECK: linalg.matmul
-// CHECK: linalg.matmul
-func.func @not_converted(%a: memref<8x4xf32, strided<[8, 1]>>, %b: memref<4x6xf32>, %c: memref<8x6xf32>,
-                         %d: memref<8x4xf64>, %e: memref<4x6xf64>, %f: memref<8x6xf64>) {
-  linalg.matmul ins(%a, %b : memref<8x4xf32, strided<[8, 1]>>, memref<4x6xf32>) outs(%c : memref<8x6xf32>)
+// Row-contiguous strided operands (a slice of rows) are taken with their
+// offset and row stride; other element types stay for the loop lowering.
+// CHECK-LABEL: func.func @strided_and_f64
+// CHECK-SAME: (%[[A:.*]]: memref<8x4xf32, strided<[8, 1], offset: ?>>
+// CHECK: %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[A]]
+// CHECK: arith.muli %[[OFF]]
+// CHECK: call @cblas_sgemm
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<8x4xf64>, memref<4x6xf64>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<8x4xf32, strided<[1, 8]>>
+func.func @strided_and_f64(%a: memref<8x4xf32, strided<[8, 1], offset: ?>>, %b: memref<4x6xf32>, %c: memref<8x6xf32>,
+                           %d: memref<8x4xf64>, %e: memref<4x6xf64>, %f: memref<8x6xf64>,
+                           %g: memref<8x4xf32, strided<[1, 8]>>) {
+  linalg.matmul ins(%a, %b : memref<8x4xf32, strided<[8, 1], offset: ?>>, memref<4x6xf32>) outs(%c : memref<8x6xf32>)
   linalg.matmul ins(%d, %e : memref<8x4xf64>, memref<4x6xf64>) outs(%f : memref<8x6xf64>)
+  linalg.matmul ins(%g, %b : memref<8x4xf32, strided<[1, 8]>>, memref<4x6xf32>) outs(%c : memref<8x6xf32>)
   return
 }

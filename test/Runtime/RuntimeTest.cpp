@@ -37,12 +37,14 @@ protected:
 TEST_F(Runtime, AllReduceSumAvgMaxInPlace) {
   std::vector<float> x = {float(rank), float(rank + 1), 2.0f};
   std::vector<float> out(3);
-  spmdAllReduce(addr(x.data()), addr(out.data()), 3, SPMD_F32, SPMD_SUM, mesh, 1);
+  spmdAllReduce(addr(x.data()), addr(out.data()), 3, SPMD_F32, SPMD_SUM, mesh,
+                1);
   float s = size * (size - 1) / 2.0f;
   EXPECT_EQ(out[0], s);
   EXPECT_EQ(out[1], s + size);
   EXPECT_EQ(out[2], 2.0f * size);
-  spmdAllReduce(addr(x.data()), addr(out.data()), 3, SPMD_F32, SPMD_AVG, mesh, 1);
+  spmdAllReduce(addr(x.data()), addr(out.data()), 3, SPMD_F32, SPMD_AVG, mesh,
+                1);
   EXPECT_FLOAT_EQ(out[0], s / size);
   spmdAllReduce(addr(x.data()), addr(x.data()), 3, SPMD_F32, SPMD_MAX, mesh, 1);
   EXPECT_EQ(x[0], float(size - 1));

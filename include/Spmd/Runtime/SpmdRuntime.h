@@ -24,7 +24,11 @@ extern "C" {
 /* Element types and reduction kinds, as the compiler encodes them. */
 enum SpmdDType { SPMD_F32 = 0, SPMD_F64 = 1, SPMD_I32 = 2, SPMD_I64 = 3 };
 enum SpmdReduction {
-  SPMD_SUM = 0, SPMD_AVG = 1, SPMD_MAX = 2, SPMD_MIN = 3, SPMD_PROD = 4
+  SPMD_SUM = 0,
+  SPMD_AVG = 1,
+  SPMD_MAX = 2,
+  SPMD_MIN = 3,
+  SPMD_PROD = 4
 };
 
 /* Initializes MPI (if the host has not) and the runtime. A second call is an
@@ -53,10 +57,9 @@ void spmdReduceScatter(int64_t in, int64_t out, int64_t outer, int64_t dim,
 /* The input has shape [d0, d1, d2, d3] (trailing 1s for lower ranks): chunk
  * k of `splitDim` goes to group rank k, and the chunks received are
  * concatenated along `concatDim` in group order. */
-void spmdAllToAll4(int64_t in, int64_t out, int64_t d0,
-                   int64_t d1, int64_t d2, int64_t d3, int64_t splitDim,
-                   int64_t concatDim, int32_t dtype, int64_t meshShape,
-                   int64_t axesMask);
+void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
+                   int64_t d3, int64_t splitDim, int64_t concatDim,
+                   int32_t dtype, int64_t meshShape, int64_t axesMask);
 void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
                    int64_t root, int64_t meshShape, int64_t axesMask);
 

@@ -32,16 +32,25 @@ struct ConvertLinalgToBlasPass
       convert(op, module);
   }
 
-  static bool isPlainF32(Value v) {
+  /// A 2-D f32 buffer whose rows are contiguous (inner stride 1): BLAS
+  /// takes it as a pointer and a leading dimension.
+  static bool isRowContiguousF32(Value v) {
     auto type = dyn_cast<MemRefType>(v.getType());
-    return type && type.getElementType().isF32() && type.getRank() == 2 &&
-           type.getLayout().isIdentity();
+    if (!type || !type.getElementType().isF32() || type.getRank() != 2)
+      return false;
+    if (type.getLayout().isIdentity())
+      return true;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    return succeeded(type.getStridesAndOffset(strides, offset)) &&
+           strides[1] == 1;
   }
 
   void convert(linalg::MatmulOp op, ModuleOp module) {
     if (!op.hasPureBufferSemantics() || op.getInputs().size() != 2 ||
-        !isPlainF32(op.getInputs()[0]) || !isPlainF32(op.getInputs()[1]) ||
-        !isPlainF32(op.getOutputs()[0]))
+        !isRowContiguousF32(op.getInputs()[0]) ||
+        !isRowContiguousF32(op.getInputs()[1]) ||
+        !isRowContiguousF32(op.getOutputs()[0]))
       return;
     MLIRContext *ctx = op.getContext();
     AffineExpr m, n, k;
@@ -72,9 +81,17 @@ struct ConvertLinalgToBlasPass
     auto dim = [&](Value v, int64_t d) {
       return i32(memref::DimOp::create(b, loc, v, d));
     };
+    // Address of element (0, 0) and the row stride, from the layout.
+    SmallVector<Value> lead;
     auto ptr = [&](Value v) {
-      Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, v);
-      return arith::IndexCastOp::create(b, loc, b.getI64Type(), index)
+      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, v);
+      Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+          b, loc, meta.getBaseBuffer());
+      Value bytes = arith::MulIOp::create(
+          b, loc, meta.getOffset(), arith::ConstantIndexOp::create(b, loc, 4));
+      Value address = arith::AddIOp::create(b, loc, base, bytes);
+      lead.push_back(i32(meta.getStrides()[0]));
+      return arith::IndexCastOp::create(b, loc, b.getI64Type(), address)
           .getResult();
     };
     auto constI32 = [&](int64_t v) {

@@ -610,38 +610,22 @@ LogicalResult Expander::run() {
       flexible.push_back(op);
       continue;
     }
-    if (auto annotate = dyn_cast<AnnotateOp>(op)) {
-      Value input = annotate.getInput();
+    if (isa<AnnotateOp, RedistributeOp>(op)) {
+      // Both become the collectives that bring the input to their spec.
+      Value input = op->getOperand(0), result = op->getResult(0);
+      Placements want(op->getAttrOfType<SpecAttr>("spec").getPlacements());
       b.setInsertionPoint(op);
       auto have = placements.lookup(input);
       if (have.empty())
         have = getReplicated(ctx, rank);
-      FailureOr<Value> v = redistribute(
-          input, globalTypes.lookup(input), have,
-          Placements(annotate.getSpec().getPlacements()), op->getLoc());
+      FailureOr<Value> v = redistribute(input, globalTypes.lookup(input), have,
+                                        want, op->getLoc());
       if (failed(v))
         return failure();
-      // Later ops see the new value in the annotated layout.
-      globalTypes[*v] = globalTypes.lookup(annotate.getResult());
-      placements[*v] = Placements(annotate.getSpec().getPlacements());
-      annotate.getResult().replaceAllUsesWith(*v);
-      dead.push_back(op);
-      continue;
-    }
-    if (auto redistribute = dyn_cast<RedistributeOp>(op)) {
-      Value input = redistribute.getInput();
-      b.setInsertionPoint(op);
-      auto have = placements.lookup(input);
-      if (have.empty())
-        have = getReplicated(ctx, rank);
-      FailureOr<Value> v = this->redistribute(
-          input, globalTypes.lookup(input), have,
-          Placements(redistribute.getSpec().getPlacements()), op->getLoc());
-      if (failed(v))
-        return failure();
-      globalTypes[*v] = globalTypes.lookup(redistribute.getResult());
-      placements[*v] = Placements(redistribute.getSpec().getPlacements());
-      redistribute.getResult().replaceAllUsesWith(*v);
+      // Later ops see the new value in the wanted layout.
+      globalTypes[*v] = globalTypes.lookup(result);
+      placements[*v] = want;
+      result.replaceAllUsesWith(*v);
       dead.push_back(op);
       continue;
     }

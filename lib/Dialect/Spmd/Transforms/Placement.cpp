@@ -65,11 +65,14 @@ Placements mlir::spmd::getReplicated(MLIRContext *ctx, unsigned meshRank) {
   return Placements(meshRank, ReplicateAttr::get(ctx));
 }
 
-PlacementAttr mlir::spmd::getRequiredOperandPlacement(const ShardingRule &rule,
-                                                      unsigned operand,
-                                                      const AxisChoice &choice,
-                                                      MLIRContext *ctx) {
-  ArrayRef<int64_t> dims = rule.operandDims[operand];
+/// The placement of a value with tensor dimensions `dims` under `choice`.
+/// `accumulates`: the value holds (or is the init of) a reduction's result,
+/// so a sharded reduction factor leaves it Partial; `inLinearSet`: it is
+/// one of the operands a Partial strategy passes through.
+static PlacementAttr placementFor(const ShardingRule &rule,
+                                  ArrayRef<int64_t> dims,
+                                  const AxisChoice &choice, bool accumulates,
+                                  bool inLinearSet, MLIRContext *ctx) {
   switch (choice.kind) {
   case AxisChoice::Replicate:
     return ReplicateAttr::get(ctx);
@@ -78,41 +81,34 @@ PlacementAttr mlir::spmd::getRequiredOperandPlacement(const ShardingRule &rule,
       if (f == choice.factor)
         return ShardAttr::get(ctx, d);
     const ShardingRule::Factor &factor = rule.factors[choice.factor];
-    if (rule.operandIsInit[operand] && factor.isReduction)
+    if (accumulates && factor.isReduction)
       return PartialAttr::get(ctx, *factor.combiner);
     return ReplicateAttr::get(ctx);
   }
-  case AxisChoice::Partial: {
-    bool inSet = llvm::is_contained(rule.linearSets[choice.linearSet], operand);
-    if (inSet || rule.operandIsInit[operand])
+  case AxisChoice::Partial:
+    if (accumulates || inLinearSet)
       return PartialAttr::get(ctx, choice.partialKind);
     return ReplicateAttr::get(ctx);
   }
-  }
   llvm_unreachable("unknown choice");
+}
+
+PlacementAttr mlir::spmd::getRequiredOperandPlacement(const ShardingRule &rule,
+                                                      unsigned operand,
+                                                      const AxisChoice &choice,
+                                                      MLIRContext *ctx) {
+  bool inSet = choice.kind == AxisChoice::Partial &&
+               llvm::is_contained(rule.linearSets[choice.linearSet], operand);
+  return placementFor(rule, rule.operandDims[operand], choice,
+                      rule.operandIsInit[operand], inSet, ctx);
 }
 
 PlacementAttr mlir::spmd::getResultPlacement(const ShardingRule &rule,
                                              unsigned result,
                                              const AxisChoice &choice,
                                              MLIRContext *ctx) {
-  ArrayRef<int64_t> dims = rule.resultDims[result];
-  switch (choice.kind) {
-  case AxisChoice::Replicate:
-    return ReplicateAttr::get(ctx);
-  case AxisChoice::Factor: {
-    for (auto [d, f] : llvm::enumerate(dims))
-      if (f == choice.factor)
-        return ShardAttr::get(ctx, d);
-    const ShardingRule::Factor &factor = rule.factors[choice.factor];
-    if (factor.isReduction)
-      return PartialAttr::get(ctx, *factor.combiner);
-    return ReplicateAttr::get(ctx);
-  }
-  case AxisChoice::Partial:
-    return PartialAttr::get(ctx, choice.partialKind);
-  }
-  llvm_unreachable("unknown choice");
+  return placementFor(rule, rule.resultDims[result], choice,
+                      /*accumulates=*/true, /*inLinearSet=*/true, ctx);
 }
 
 SmallVector<AxisChoice> mlir::spmd::readStrategy(Operation *op) {
