@@ -48,7 +48,7 @@ def ConvertSpmdToRuntimePass
 }
 
 def ConvertLinalgToBlasPass
-    : Pass<"spmd-convert-linalg-to-blas", "::mlir::func::FuncOp"> {
+    : Pass<"spmd-convert-linalg-to-blas", "::mlir::ModuleOp"> {
   let summary = "Runs f32 matmuls on buffers through OpenBLAS cblas_sgemm";
   let description = [{
     After bufferization: every `linalg.matmul` on f32 memrefs with the

@@ -23,11 +23,12 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
 struct ConvertLinalgToBlasPass
     : public spmd::impl::ConvertLinalgToBlasPassBase<ConvertLinalgToBlasPass> {
+  // A module pass: it declares cblas_sgemm in the module, which function
+  // passes running in parallel must not do.
   void runOnOperation() override {
-    func::FuncOp fn = getOperation();
-    auto module = fn->getParentOfType<ModuleOp>();
+    ModuleOp module = getOperation();
     SmallVector<linalg::MatmulOp> matmuls;
-    fn.walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
+    module.walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
     for (linalg::MatmulOp op : matmuls)
       convert(op, module);
   }

@@ -47,7 +47,7 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         bufferization::BufferDeallocationPipelineOptions dealloc;
         bufferization::buildBufferDeallocationPipeline(pm, dealloc);
         pm.addPass(createConvertBufferizationToMemRefPass());
-        pm.addNestedPass<func::FuncOp>(spmd::createConvertLinalgToBlasPass());
+        pm.addPass(spmd::createConvertLinalgToBlasPass());
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createSCFToControlFlowPass());
