@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::spmd {
@@ -59,7 +60,12 @@ inline void registerAllPasses() {
         pm.addPass(createSpmdPropagatePass());
         pm.addPass(createSpmdExpandPass());
         pm.addNestedPass<func::FuncOp>(createSpmdDedupCollectivesPass());
-        pm.addPass(createCanonicalizerPass());
+        // One sweep of folds and dead-code removal is all expansion leaves
+        // to clean up; no control flow to simplify.
+        GreedyRewriteConfig config;
+        config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled)
+            .setMaxIterations(1);
+        pm.addPass(createCanonicalizerPass(config));
       });
 }
 

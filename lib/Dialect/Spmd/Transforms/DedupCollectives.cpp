@@ -3,6 +3,7 @@
 #include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -81,6 +82,9 @@ struct SpmdDedupCollectivesPass
           SpmdDedupCollectivesPass> {
   void runOnOperation() override {
     getOperation().walk([&](Block *block) {
+      // Scalar payloads (linalg bodies, ...) hold no collectives.
+      if (isa_and_nonnull<linalg::LinalgOp>(block->getParentOp()))
+        return;
       DenseMap<OpKey, Operation *, OpKeyInfo> seen;
       for (Operation &op : llvm::make_early_inc_range(*block)) {
         if (Value original = foldRoundTrip(&op)) {
