@@ -17,6 +17,9 @@ namespace {
 
 struct Runtime {
   bool initialized = false;
+  /// SPMD_RUNTIME_CHECK=1: every collective first checks that all ranks of
+  /// its group make the same call (kind, element type, sizes).
+  bool checkCalls = false;
   bool ownsMpi = false;
   int rank = 0;
   int size = 1;
@@ -155,6 +158,31 @@ MPI_Comm groupComm(int64_t meshShape, int64_t axesMask, const char *call,
 
 void *ptr(int64_t address) { return reinterpret_cast<void *>(address); }
 
+/// In check mode, verifies that every rank of `comm` is making the same call;
+/// a mismatch would otherwise hang or corrupt memory.
+void checkSameCall(MPI_Comm comm, const char *call,
+                   std::initializer_list<int64_t> fields) {
+  if (!rt().checkCalls)
+    return;
+  uint64_t hash = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) {
+    hash ^= v;
+    hash *= 1099511628211ull;
+  };
+  for (const char *c = call; *c; ++c)
+    mix(static_cast<unsigned char>(*c));
+  for (int64_t f : fields)
+    mix(static_cast<uint64_t>(f));
+  uint64_t lo = hash, hi = hash;
+  check(MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, comm), call,
+        "MPI_Allreduce (call check)");
+  check(MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, comm), call,
+        "MPI_Allreduce (call check)");
+  if (lo != hi)
+    fail(call, "the ranks of the group disagree on the call (collective kind, "
+               "element type or sizes differ)");
+}
+
 /// Divides every element by n (for avg).
 void divide(void *data, int64_t count, int32_t dtype, int n) {
   if (dtype == SPMD_F32) {
@@ -188,6 +216,8 @@ void spmdInit(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   check(MPI_Comm_rank(MPI_COMM_WORLD, &r.rank), "spmdInit", "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &r.size), "spmdInit", "MPI_Comm_size");
+  const char *check = std::getenv("SPMD_RUNTIME_CHECK");
+  r.checkCalls = check && *check && std::strcmp(check, "0") != 0;
   r.initialized = true;
   if (r.ownsMpi)
     std::atexit([] {
@@ -233,6 +263,7 @@ void spmdAllReduce(int64_t in, int64_t out, int64_t count, int32_t dtype,
   const char *call = "all_reduce";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
+  checkSameCall(comm, call, {count, dtype, kind});
   void *src = in == out ? MPI_IN_PLACE : ptr(in);
   check(MPI_Allreduce(src, ptr(out), static_cast<int>(count),
                       mpiType(dtype, call), mpiOp(kind, call), comm),
@@ -247,6 +278,7 @@ void spmdAllGather(int64_t in, int64_t out, int64_t outer, int64_t dim,
   const char *call = "all_gather";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
+  checkSameCall(comm, call, {outer, dim, inner, dtype});
   size_t elem = typeSize(dtype);
   size_t chunk = static_cast<size_t>(outer * dim * inner);
   if (outer == 1) {
@@ -276,6 +308,7 @@ void spmdReduceScatter(int64_t in, int64_t out, int64_t outer, int64_t dim,
   const char *call = "reduce_scatter";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
+  checkSameCall(comm, call, {outer, dim, inner, dtype, kind});
   if (dim % n != 0)
     fail(call, "dimension %lld is not divisible by the group size %d",
          static_cast<long long>(dim), n);
@@ -308,6 +341,7 @@ void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
   const char *call = "all_to_all";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
+  checkSameCall(comm, call, {d0, d1, d2, d3, splitDim, concatDim, dtype});
   int64_t shape[4] = {d0, d1, d2, d3};
   if (splitDim < 0 || splitDim > 3 || concatDim < 0 || concatDim > 3)
     fail(call, "dimensions out of range");
@@ -356,6 +390,7 @@ void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
   const char *call = "broadcast";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
+  checkSameCall(comm, call, {count, dtype, root});
   if (root < 0 || root >= n)
     fail(call, "root %lld is out of range for a group of %d",
          static_cast<long long>(root), n);

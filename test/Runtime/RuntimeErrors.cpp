@@ -27,6 +27,12 @@ int main(int argc, char **argv) {
     spmdAllReduce(a, a, 1, SPMD_F32, SPMD_SUM, /*meshShape=*/3, /*axes=*/1);
   } else if (!std::strcmp(kind, "bad-dtype")) {
     spmdAllReduce(a, a, 1, /*dtype=*/9, SPMD_SUM, 1, 1);
+  } else if (!std::strcmp(kind, "mismatch")) {
+    // Rank 0 reduces one float, the others two: caught in check mode.
+    float y[2] = {1.0f, 2.0f};
+    int64_t b = reinterpret_cast<int64_t>(y);
+    spmdAllReduce(b, b, spmdWorldRank() == 0 ? 1 : 2, SPMD_F32, SPMD_SUM,
+                  spmdWorldSize(), 1);
   } else if (!std::strcmp(kind, "finalize-before-init")) {
     spmdFinalize();
   } else {

@@ -6,10 +6,12 @@
  * 16 bits per axis, axis 0 in the low bits, up to 4 axes) and a bit mask of
  * its axes (group order: row-major over the masked axes, ascending).
  *
- * Every MPI return code is checked: a failure, a mismatch between ranks (in
- * debug mode, SPMD_RUNTIME_CHECK=1), a call before spmdInit or a second
- * spmdInit print what failed, on which rank, in which call, and abort the
- * whole job (MPI_Abort) instead of hanging.
+ * Every MPI return code is checked: a failure, ranks of a group making
+ * different calls (checked when the environment sets SPMD_RUNTIME_CHECK=1:
+ * one extra small all_reduce per collective), a second spmdInit, or an
+ * unknown state print what failed, on which rank, in which call, and abort
+ * the whole job (MPI_Abort) instead of hanging. Compiled programs call
+ * spmdInit lazily on their first runtime call.
  *===----------------------------------------------------------------------===*/
 
 #ifndef SPMD_RUNTIME_SPMDRUNTIME_H
