@@ -4,10 +4,12 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -15,7 +17,20 @@
 
 namespace {
 
+/// A started collective: its request, the runtime-owned buffers it reads or
+/// fills (the caller's input may be freed right after the start), and what
+/// to do into the caller's output when it completes.
+struct Pending {
+  explicit Pending(const char *call) : call(call) {}
+  const char *call;
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<char> send, recv;
+  std::function<void(Pending &)> finish;
+};
+
 struct Runtime {
+  std::map<int64_t, Pending> pending;
+  int64_t lastHandle = 0;
   bool initialized = false;
   /// SPMD_RUNTIME_CHECK=1: every collective first checks that all ranks of
   /// its group make the same call (kind, element type, sizes).
@@ -196,6 +211,13 @@ void divide(void *data, int64_t count, int32_t dtype, int n) {
   }
 }
 
+int64_t track(Pending &&p) {
+  Runtime &r = rt();
+  int64_t handle = ++r.lastHandle;
+  r.pending.emplace(handle, std::move(p));
+  return handle;
+}
+
 } // namespace
 
 extern "C" {
@@ -258,53 +280,63 @@ int64_t spmdAxisIndex(int64_t meshShape, int64_t axesMask) {
   return groupRank;
 }
 
-void spmdAllReduce(int64_t in, int64_t out, int64_t count, int32_t dtype,
-                   int32_t kind, int64_t meshShape, int64_t axesMask) {
+int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
+                           int32_t dtype, int32_t kind, int64_t meshShape,
+                           int64_t axesMask) {
   const char *call = "all_reduce";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
   checkSameCall(comm, call, {count, dtype, kind});
-  void *src = in == out ? MPI_IN_PLACE : ptr(in);
-  check(MPI_Allreduce(src, ptr(out), static_cast<int>(count),
-                      mpiType(dtype, call), mpiOp(kind, call), comm),
-        call, "MPI_Allreduce");
+  Pending p(call);
+  p.send.assign(static_cast<char *>(ptr(in)),
+                static_cast<char *>(ptr(in)) + count * typeSize(dtype));
+  check(MPI_Iallreduce(p.send.data(), ptr(out), static_cast<int>(count),
+                       mpiType(dtype, call), mpiOp(kind, call), comm,
+                       &p.request),
+        call, "MPI_Iallreduce");
   if (kind == SPMD_AVG)
-    divide(ptr(out), count, dtype, n);
+    p.finish = [=](Pending &) { divide(ptr(out), count, dtype, n); };
+  return track(std::move(p));
 }
 
-void spmdAllGather(int64_t in, int64_t out, int64_t outer, int64_t dim,
-                   int64_t inner, int32_t dtype, int64_t meshShape,
-                   int64_t axesMask) {
+int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                           int64_t inner, int32_t dtype, int64_t meshShape,
+                           int64_t axesMask) {
   const char *call = "all_gather";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
   checkSameCall(comm, call, {outer, dim, inner, dtype});
   size_t elem = typeSize(dtype);
   size_t chunk = static_cast<size_t>(outer * dim * inner);
-  if (outer == 1) {
-    check(MPI_Allgather(ptr(in), static_cast<int>(chunk), mpiType(dtype, call),
-                        ptr(out), static_cast<int>(chunk), mpiType(dtype, call),
-                        comm),
-          call, "MPI_Allgather");
-    return;
+  Pending p(call);
+  p.send.assign(static_cast<char *>(ptr(in)),
+                static_cast<char *>(ptr(in)) + chunk * elem);
+  // Whole chunks arrive rank after rank; along an inner dimension they are
+  // interleaved into place when the gather completes.
+  void *target = ptr(out);
+  if (outer != 1) {
+    p.recv.resize(chunk * n * elem);
+    target = p.recv.data();
+    p.finish = [=](Pending &q) {
+      size_t row = static_cast<size_t>(dim * inner) * elem;
+      char *dst = static_cast<char *>(ptr(out));
+      for (int64_t o = 0; o < outer; ++o)
+        for (int k = 0; k < n; ++k)
+          std::memcpy(dst + (o * n + k) * row,
+                      q.recv.data() + (k * chunk) * elem + o * row, row);
+    };
   }
-  // Gather whole chunks, then interleave them along the gathered dimension.
-  std::vector<char> tmp(chunk * n * elem);
-  check(MPI_Allgather(ptr(in), static_cast<int>(chunk), mpiType(dtype, call),
-                      tmp.data(), static_cast<int>(chunk), mpiType(dtype, call),
-                      comm),
-        call, "MPI_Allgather");
-  size_t row = static_cast<size_t>(dim * inner) * elem;
-  char *dst = static_cast<char *>(ptr(out));
-  for (int64_t o = 0; o < outer; ++o)
-    for (int k = 0; k < n; ++k)
-      std::memcpy(dst + (o * n + k) * row,
-                  tmp.data() + (k * chunk) * elem + o * row, row);
+  check(MPI_Iallgather(p.send.data(), static_cast<int>(chunk),
+                       mpiType(dtype, call), target, static_cast<int>(chunk),
+                       mpiType(dtype, call), comm, &p.request),
+        call, "MPI_Iallgather");
+  return track(std::move(p));
 }
 
-void spmdReduceScatter(int64_t in, int64_t out, int64_t outer, int64_t dim,
-                       int64_t inner, int32_t dtype, int32_t kind,
-                       int64_t meshShape, int64_t axesMask) {
+int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
+                               int64_t dim, int64_t inner, int32_t dtype,
+                               int32_t kind, int64_t meshShape,
+                               int64_t axesMask) {
   const char *call = "reduce_scatter";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
@@ -315,78 +347,88 @@ void spmdReduceScatter(int64_t in, int64_t out, int64_t outer, int64_t dim,
   size_t elem = typeSize(dtype);
   int64_t part = dim / n;
   size_t chunk = static_cast<size_t>(outer * part * inner);
-  const void *src = ptr(in);
-  std::vector<char> packed;
-  if (outer != 1) {
-    // Make rank k's chunk contiguous: [k][outer][part][inner].
-    packed.resize(chunk * n * elem);
-    size_t row = static_cast<size_t>(part * inner) * elem;
-    const char *s = static_cast<const char *>(ptr(in));
-    for (int k = 0; k < n; ++k)
-      for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(packed.data() + (k * chunk) * elem + o * row,
-                    s + (o * dim * inner + k * part * inner) * elem, row);
-    src = packed.data();
-  }
-  check(MPI_Reduce_scatter_block(src, ptr(out), static_cast<int>(chunk),
-                                 mpiType(dtype, call), mpiOp(kind, call), comm),
-        call, "MPI_Reduce_scatter_block");
+  // Rank k's chunk contiguous: [k][outer][part][inner].
+  Pending p(call);
+  p.send.resize(chunk * n * elem);
+  size_t row = static_cast<size_t>(part * inner) * elem;
+  const char *src = static_cast<const char *>(ptr(in));
+  for (int k = 0; k < n; ++k)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(p.send.data() + (k * chunk) * elem + o * row,
+                  src + (o * dim * inner + k * part * inner) * elem, row);
+  check(MPI_Ireduce_scatter_block(p.send.data(), ptr(out),
+                                  static_cast<int>(chunk), mpiType(dtype, call),
+                                  mpiOp(kind, call), comm, &p.request),
+        call, "MPI_Ireduce_scatter_block");
   if (kind == SPMD_AVG)
-    divide(ptr(out), static_cast<int64_t>(chunk), dtype, n);
+    p.finish = [=](Pending &) {
+      divide(ptr(out), static_cast<int64_t>(chunk), dtype, n);
+    };
+  return track(std::move(p));
 }
 
-void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
-                   int64_t d3, int64_t splitDim, int64_t concatDim,
-                   int32_t dtype, int64_t meshShape, int64_t axesMask) {
+int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
+                           int64_t d2, int64_t d3, int64_t splitDim,
+                           int64_t concatDim, int32_t dtype, int64_t meshShape,
+                           int64_t axesMask) {
   const char *call = "all_to_all";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
   checkSameCall(comm, call, {d0, d1, d2, d3, splitDim, concatDim, dtype});
-  int64_t shape[4] = {d0, d1, d2, d3};
+  std::array<int64_t, 4> shape = {d0, d1, d2, d3};
   if (splitDim < 0 || splitDim > 3 || concatDim < 0 || concatDim > 3)
     fail(call, "dimensions out of range");
   if (shape[splitDim] % n != 0)
     fail(call, "split dimension %lld is not divisible by the group size %d",
          static_cast<long long>(shape[splitDim]), n);
   size_t elem = typeSize(dtype);
-  auto prod = [&](int from, int to) {
+  auto prod = [](const std::array<int64_t, 4> &s, int from, int to) {
     int64_t p = 1;
     for (int i = from; i < to; ++i)
-      p *= shape[i];
+      p *= s[i];
     return p;
   };
-  int64_t total = prod(0, 4);
+  int64_t total = prod(shape, 0, 4);
   size_t chunk = static_cast<size_t>(total / n);
-  // Pack chunk k of the split dimension contiguously.
-  std::vector<char> send(total * elem), recv(total * elem);
+  Pending p(call);
+  p.send.resize(total * elem);
+  p.recv.resize(total * elem);
   {
-    int64_t outer = prod(0, splitDim), dim = shape[splitDim];
-    int64_t inner = prod(splitDim + 1, 4), part = dim / n;
+    // Chunk k of the split dimension, contiguous.
+    int64_t outer = prod(shape, 0, splitDim), dim = shape[splitDim];
+    int64_t inner = prod(shape, splitDim + 1, 4), part = dim / n;
     size_t row = static_cast<size_t>(part * inner) * elem;
-    const char *s = static_cast<const char *>(ptr(in));
+    const char *src = static_cast<const char *>(ptr(in));
     for (int k = 0; k < n; ++k)
       for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(send.data() + (k * chunk) * elem + o * row,
-                    s + (o * dim * inner + k * part * inner) * elem, row);
+        std::memcpy(p.send.data() + (k * chunk) * elem + o * row,
+                    src + (o * dim * inner + k * part * inner) * elem, row);
   }
-  check(MPI_Alltoall(send.data(), static_cast<int>(chunk), mpiType(dtype, call),
-                     recv.data(), static_cast<int>(chunk), mpiType(dtype, call),
-                     comm),
-        call, "MPI_Alltoall");
-  // Received chunks have the split shape; concatenate them along concatDim.
-  shape[splitDim] /= n;
-  int64_t outer = prod(0, concatDim), dim = shape[concatDim];
-  int64_t inner = prod(concatDim + 1, 4);
-  size_t row = static_cast<size_t>(dim * inner) * elem;
-  char *dst = static_cast<char *>(ptr(out));
-  for (int k = 0; k < n; ++k)
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + (o * n + k) * row,
-                  recv.data() + (k * chunk) * elem + o * row, row);
+  check(MPI_Ialltoall(p.send.data(), static_cast<int>(chunk),
+                      mpiType(dtype, call), p.recv.data(),
+                      static_cast<int>(chunk), mpiType(dtype, call), comm,
+                      &p.request),
+        call, "MPI_Ialltoall");
+  // Received chunks have the split shape; they are concatenated along
+  // concatDim in group order.
+  std::array<int64_t, 4> split = shape;
+  split[splitDim] /= n;
+  p.finish = [=](Pending &q) {
+    int64_t outer = prod(split, 0, concatDim), dim = split[concatDim];
+    int64_t inner = prod(split, concatDim + 1, 4);
+    size_t row = static_cast<size_t>(dim * inner) * elem;
+    char *dst = static_cast<char *>(ptr(out));
+    for (int k = 0; k < n; ++k)
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(dst + (o * n + k) * row,
+                    q.recv.data() + (k * chunk) * elem + o * row, row);
+  };
+  return track(std::move(p));
 }
 
-void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
-                   int64_t root, int64_t meshShape, int64_t axesMask) {
+int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
+                           int32_t dtype, int64_t root, int64_t meshShape,
+                           int64_t axesMask) {
   const char *call = "broadcast";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
@@ -396,9 +438,60 @@ void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
          static_cast<long long>(root), n);
   if (in != out)
     std::memcpy(ptr(out), ptr(in), count * typeSize(dtype));
-  check(MPI_Bcast(ptr(out), static_cast<int>(count), mpiType(dtype, call),
-                  static_cast<int>(root), comm),
-        call, "MPI_Bcast");
+  Pending p(call);
+  check(MPI_Ibcast(ptr(out), static_cast<int>(count), mpiType(dtype, call),
+                   static_cast<int>(root), comm, &p.request),
+        call, "MPI_Ibcast");
+  return track(std::move(p));
+}
+
+void spmdWait(int64_t handle) {
+  Runtime &r = rt();
+  auto it = r.pending.find(handle);
+  if (it == r.pending.end()) {
+    // A future may be waited on twice; the second wait finds it done.
+    if (handle > 0 && handle <= r.lastHandle)
+      return;
+    fail("spmdWait", "unknown handle %lld", static_cast<long long>(handle));
+  }
+  Pending &p = it->second;
+  check(MPI_Wait(&p.request, MPI_STATUS_IGNORE), p.call, "MPI_Wait");
+  if (p.finish)
+    p.finish(p);
+  r.pending.erase(it);
+}
+
+void spmdAllReduce(int64_t in, int64_t out, int64_t count, int32_t dtype,
+                   int32_t kind, int64_t meshShape, int64_t axesMask) {
+  spmdWait(
+      spmdAllReduceStart(in, out, count, dtype, kind, meshShape, axesMask));
+}
+
+void spmdAllGather(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                   int64_t inner, int32_t dtype, int64_t meshShape,
+                   int64_t axesMask) {
+  spmdWait(spmdAllGatherStart(in, out, outer, dim, inner, dtype, meshShape,
+                              axesMask));
+}
+
+void spmdReduceScatter(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                       int64_t inner, int32_t dtype, int32_t kind,
+                       int64_t meshShape, int64_t axesMask) {
+  spmdWait(spmdReduceScatterStart(in, out, outer, dim, inner, dtype, kind,
+                                  meshShape, axesMask));
+}
+
+void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
+                   int64_t d3, int64_t splitDim, int64_t concatDim,
+                   int32_t dtype, int64_t meshShape, int64_t axesMask) {
+  spmdWait(spmdAllToAll4Start(in, out, d0, d1, d2, d3, splitDim, concatDim,
+                              dtype, meshShape, axesMask));
+}
+
+void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
+                   int64_t root, int64_t meshShape, int64_t axesMask) {
+  spmdWait(
+      spmdBroadcastStart(in, out, count, dtype, root, meshShape, axesMask));
 }
 
 void spmdStateRegister(const char *name, int64_t address, int64_t bytes) {

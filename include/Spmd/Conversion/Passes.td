@@ -17,6 +17,10 @@ def ConvertSpmdToRuntimePass
       libSpmdRuntime with their addresses (`spmdAllReduce`, `spmdAllGather`,
       `spmdReduceScatter`, `spmdAllToAll4`, `spmdBroadcast`); the result
       tensor is the output buffer;
+    - an asynchronous collective calls the `...Start` form (non-blocking
+      MPI), which returns a handle; each `spmd.wait` of its futures calls
+      `spmdWait(handle)` and yields the output buffer as a tensor, so the
+      computation between them overlaps the communication;
     - `spmd.axis_index` becomes `spmdAxisIndex`, and `spmd.local_slice` a
       `tensor.extract_slice` at this rank's chunk (torch.chunk sizes);
     - `spmd.state` becomes a zero-initialized public `memref.global` of the
@@ -24,8 +28,9 @@ def ConvertSpmdToRuntimePass
       global into a new buffer, `spmd.store` copies into the global.
 
     A group is passed as the mesh shape packed 16 bits per axis and a bit
-    mask of the axes. Unsupported, with a diagnostic: asynchronous
-    collectives, dynamic shapes on collectives, element types other than
+    mask of the axes. Unsupported, with a diagnostic: futures not consumed
+    by `spmd.wait` (or waited on in several blocks), dynamic shapes on
+    collectives, element types other than
     f32/f64/i32/i64, meshes of more than 4 axes or axes of 65536 ranks or
     more, groups whose axes are not listed in increasing order, all_to_all
     of rank above 4.

@@ -65,6 +65,29 @@ void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
 void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
                    int64_t root, int64_t meshShape, int64_t axesMask);
 
+/* Asynchronous forms (MPI_I*): same arguments, return a handle for spmdWait.
+ * The input is copied at the start (the caller may free it); the output must
+ * stay alive until the wait. Waiting twice on a handle is allowed (the
+ * second wait returns at once). */
+int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
+                           int32_t dtype, int32_t kind, int64_t meshShape,
+                           int64_t axesMask);
+int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                           int64_t inner, int32_t dtype, int64_t meshShape,
+                           int64_t axesMask);
+int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
+                               int64_t dim, int64_t inner, int32_t dtype,
+                               int32_t kind, int64_t meshShape,
+                               int64_t axesMask);
+int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
+                           int64_t d2, int64_t d3, int64_t splitDim,
+                           int64_t concatDim, int32_t dtype, int64_t meshShape,
+                           int64_t axesMask);
+int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
+                           int32_t dtype, int64_t root, int64_t meshShape,
+                           int64_t axesMask);
+void spmdWait(int64_t handle);
+
 /* State registry: named buffers that live across steps. Registering a name
  * twice with another size is an error; spmdStateData of an unknown name is
  * an error. */

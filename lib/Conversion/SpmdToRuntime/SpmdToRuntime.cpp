@@ -49,13 +49,21 @@ private:
   Value axisIndex(int64_t meshCode, int64_t mask, Location loc);
 
   LogicalResult lowerCollective(CollectiveOpInterface op);
+  LogicalResult lowerWait(WaitOp op);
   LogicalResult lowerLocalSlice(LocalSliceOp op);
   LogicalResult lowerState(StateOp op);
 
   ModuleOp module;
   MLIRContext *ctx;
   OpBuilder b;
-  DenseMap<StringAttr, MeshOp> meshes;
+  struct Started {
+    Value handle, out;
+    RankedTensorType type;
+    Value tensor = {};
+  };
+  /// Futures of started collectives, until their waits are lowered.
+  DenseMap<Value, Started> pending;
+  SmallVector<Operation *> started;
 };
 
 Value RuntimeLowering::call(StringRef name, ValueRange args, TypeRange results,
@@ -152,10 +160,7 @@ static int64_t product(ArrayRef<int64_t> shape, size_t from, size_t to) {
 
 LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
   Operation *operation = op.getOperation();
-  if (op.isAsync())
-    return operation->emitOpError(
-        "asynchronous collectives are not supported by "
-        "convert-spmd-to-runtime yet");
+  bool async = op.isAsync();
   FailureOr<std::pair<int64_t, int64_t>> grp =
       group(operation, op.getMeshAttr(), op.getAxes());
   if (failed(grp))
@@ -167,7 +172,8 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
   for (auto [input, result] :
        llvm::zip(op.getInputs(), operation->getResults())) {
     auto inType = cast<RankedTensorType>(input.getType());
-    auto outType = cast<RankedTensorType>(result.getType());
+    auto outType = async ? cast<FutureType>(result.getType()).getValueType()
+                         : cast<RankedTensorType>(result.getType());
     if (!inType.hasStaticShape() || !outType.hasStaticShape())
       return operation->emitOpError(
           "the CPU runtime needs static shapes on collectives");
@@ -180,32 +186,41 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
     size_t rank = shape.size();
     Value dt = i32(*code, loc), mesh = i64(meshCode, loc),
           axes = i64(mask, loc);
+    // The asynchronous form calls <name>Start, which returns a handle.
+    Value handle;
+    auto collective = [&](StringRef name, ValueRange args) {
+      if (!async) {
+        call(name, args, {}, loc);
+        return;
+      }
+      handle = call((name + "Start").str(), args, b.getI64Type(), loc);
+    };
     LogicalResult status =
         TypeSwitch<Operation *, LogicalResult>(operation)
             .Case([&](AllReduceOp ar) {
-              call("spmdAllReduce",
-                   {inAddr, outAddr, i64(inType.getNumElements(), loc), dt,
-                    i32(static_cast<int32_t>(ar.getKind()), loc), mesh, axes},
-                   {}, loc);
+              collective("spmdAllReduce",
+                         {inAddr, outAddr, i64(inType.getNumElements(), loc),
+                          dt, i32(static_cast<int32_t>(ar.getKind()), loc),
+                          mesh, axes});
               return success();
             })
             .Case([&](AllGatherOp ag) {
               size_t d = ag.getGatherDimAttr().getInt();
-              call("spmdAllGather",
-                   {inAddr, outAddr, i64(product(shape, 0, d), loc),
-                    i64(shape[d], loc), i64(product(shape, d + 1, rank), loc),
-                    dt, mesh, axes},
-                   {}, loc);
+              collective("spmdAllGather",
+                         {inAddr, outAddr, i64(product(shape, 0, d), loc),
+                          i64(shape[d], loc),
+                          i64(product(shape, d + 1, rank), loc), dt, mesh,
+                          axes});
               return success();
             })
             .Case([&](ReduceScatterOp rs) {
               size_t d = rs.getScatterDimAttr().getInt();
-              call("spmdReduceScatter",
-                   {inAddr, outAddr, i64(product(shape, 0, d), loc),
-                    i64(shape[d], loc), i64(product(shape, d + 1, rank), loc),
-                    dt, i32(static_cast<int32_t>(rs.getKind()), loc), mesh,
-                    axes},
-                   {}, loc);
+              collective("spmdReduceScatter",
+                         {inAddr, outAddr, i64(product(shape, 0, d), loc),
+                          i64(shape[d], loc),
+                          i64(product(shape, d + 1, rank), loc), dt,
+                          i32(static_cast<int32_t>(rs.getKind()), loc), mesh,
+                          axes});
               return success();
             })
             .Case([&](AllToAllOp a2a) -> LogicalResult {
@@ -218,14 +233,13 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
               args.append({i64(a2a.getSplitDimAttr().getInt(), loc),
                            i64(a2a.getConcatDimAttr().getInt(), loc), dt, mesh,
                            axes});
-              call("spmdAllToAll4", args, {}, loc);
+              collective("spmdAllToAll4", args);
               return success();
             })
             .Case([&](BroadcastOp bc) {
-              call("spmdBroadcast",
-                   {inAddr, outAddr, i64(inType.getNumElements(), loc), dt,
-                    i64(bc.getRootAttr().getInt(), loc), mesh, axes},
-                   {}, loc);
+              collective("spmdBroadcast",
+                         {inAddr, outAddr, i64(inType.getNumElements(), loc),
+                          dt, i64(bc.getRootAttr().getInt(), loc), mesh, axes});
               return success();
             })
             .Default([&](Operation *) {
@@ -233,11 +247,49 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
             });
     if (failed(status))
       return failure();
+    if (async) {
+      // The future becomes the handle and the buffer; its waits read them.
+      pending[result] = {handle, out, outType};
+      continue;
+    }
     results.push_back(bufferization::ToTensorOp::create(
         b, loc, outType, out, /*restrict=*/true, /*writable=*/true));
   }
+  if (async) {
+    started.push_back(operation);
+    return success();
+  }
   operation->replaceAllUsesWith(results);
   operation->erase();
+  return success();
+}
+
+LogicalResult RuntimeLowering::lowerWait(WaitOp wait) {
+  b.setInsertionPoint(wait);
+  Location loc = wait.getLoc();
+  SmallVector<Value> results;
+  for (Value future : wait.getFutures()) {
+    auto it = pending.find(future);
+    if (it == pending.end())
+      return wait.emitOpError("waits on a future that no collective of this "
+                              "module started");
+    auto &[handle, out, type, tensor] = it->second;
+    if (tensor) {
+      // Waiting twice: the buffer is the same tensor.
+      if (tensor.getParentBlock() != wait->getBlock())
+        return wait.emitOpError("the CPU lowering waits on a future in one "
+                                "block only");
+      results.push_back(tensor);
+      continue;
+    }
+    call("spmdWait", {handle}, {}, loc);
+    tensor = bufferization::ToTensorOp::create(b, loc, type, out,
+                                               /*restrict=*/true,
+                                               /*writable=*/true);
+    results.push_back(tensor);
+  }
+  wait.replaceAllUsesWith(results);
+  wait.erase();
   return success();
 }
 
@@ -340,7 +392,7 @@ LogicalResult RuntimeLowering::lowerState(StateOp state) {
 LogicalResult RuntimeLowering::run() {
   SmallVector<Operation *> work;
   module.walk([&](Operation *op) {
-    if (isa<CollectiveOpInterface, LocalSliceOp, AxisIndexOp, WaitOp>(op))
+    if (isa<CollectiveOpInterface, LocalSliceOp, AxisIndexOp>(op))
       work.push_back(op);
   });
   for (Operation *op : work) {
@@ -358,10 +410,19 @@ LogicalResult RuntimeLowering::run() {
       b.setInsertionPoint(op);
       idx.replaceAllUsesWith(axisIndex(grp->first, grp->second, op->getLoc()));
       op->erase();
-    } else {
-      return op->emitOpError("asynchronous collectives are not supported by "
-                             "convert-spmd-to-runtime yet");
     }
+  }
+  // Waits after every start is lowered; then the starts have no users.
+  SmallVector<WaitOp> waits;
+  module.walk([&](WaitOp wait) { waits.push_back(wait); });
+  for (WaitOp wait : waits)
+    if (failed(lowerWait(wait)))
+      return failure();
+  for (Operation *op : llvm::reverse(started)) {
+    if (!op->use_empty())
+      return op->emitOpError("the CPU lowering needs every future to be "
+                             "consumed by spmd.wait");
+    op->erase();
   }
   for (auto state : llvm::make_early_inc_range(module.getOps<StateOp>()))
     if (failed(lowerState(state)))

@@ -33,6 +33,9 @@ def main(n):
         ("all_to_all", np.concatenate([np.split(xr, n, axis=1)[0] for xr in x], axis=0)),
         ("broadcast", x[0]),
         ("coalesced", n * iota),
+        ("async_all_reduce", sum(x)),
+        ("async_all_gather_1", np.concatenate(x, axis=1)),
+        ("async_waited_twice", sum(x)),
     ]
     ok = 0
     for i, (name, want) in enumerate(expected):

@@ -17,7 +17,10 @@
 // CHECK: all_to_all ok
 // CHECK: broadcast ok
 // CHECK: coalesced ok
-// CHECK: 9 of 9 collectives ok
+// CHECK: async_all_reduce ok
+// CHECK: async_all_gather_1 ok
+// CHECK: async_waited_twice ok
+// CHECK: 12 of 12 collectives ok
 
 spmd.mesh @m(shape = NP)
 
@@ -73,5 +76,18 @@ func.func @main() {
   %c1, %c2 = spmd.all_reduce %x, %iota on @m axes = [0] sum : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
   %c2_u = tensor.cast %c2 : tensor<4x8xf32> to tensor<*xf32>
   func.call @show(%c2_u, %first) : (tensor<*xf32>, i1) -> ()
+  // Asynchronous: start two, compute, wait (one future twice).
+  %f1 = spmd.all_reduce %x on @m axes = [0] sum : tensor<4x8xf32> -> !spmd.future<tensor<4x8xf32>>
+  %f2 = spmd.all_gather %x on @m axes = [0] gather_dim = 1 : tensor<4x8xf32> -> !spmd.future<tensor<4xCOLSGxf32>>
+  %busy = arith.mulf %x, %x : tensor<4x8xf32>
+  %w2 = spmd.wait %f2 : !spmd.future<tensor<4xCOLSGxf32>>
+  %w1 = spmd.wait %f1 : !spmd.future<tensor<4x8xf32>>
+  %w1again = spmd.wait %f1 : !spmd.future<tensor<4x8xf32>>
+  %w1_u = tensor.cast %w1 : tensor<4x8xf32> to tensor<*xf32>
+  func.call @show(%w1_u, %first) : (tensor<*xf32>, i1) -> ()
+  %w2_u = tensor.cast %w2 : tensor<4xCOLSGxf32> to tensor<*xf32>
+  func.call @show(%w2_u, %first) : (tensor<*xf32>, i1) -> ()
+  %w1a_u = tensor.cast %w1again : tensor<4x8xf32> to tensor<*xf32>
+  func.call @show(%w1a_u, %first) : (tensor<*xf32>, i1) -> ()
   return
 }

@@ -1,0 +1,58 @@
+// RUN: spmd-opt %s --convert-spmd-to-runtime --split-input-file --verify-diagnostics | FileCheck %s
+
+spmd.mesh @m(shape = 2x4)
+
+// A synchronous collective: a contiguous copy of the input, a fresh output,
+// a runtime call with their addresses; mesh shape packed (2 | 4 << 16) and
+// the axes as a mask.
+// CHECK-LABEL: func.func @sync
+// CHECK: %[[IN:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK: memref.copy %{{.*}}, %[[IN]]
+// CHECK: %[[OUT:.*]] = memref.alloc() : memref<16x8xf32>
+// CHECK-DAG: %[[MESH:.*]] = arith.constant 262146 : i64
+// CHECK-DAG: %[[MASK:.*]] = arith.constant 2 : i64
+// CHECK: call @spmdAllGather(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MESH]], %[[MASK]]) : (i64, i64, i64, i64, i64, i32, i64, i64) -> ()
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK-NOT: spmd.
+func.func @sync(%x: tensor<4x8xf32>) -> tensor<16x8xf32> {
+  %0 = spmd.all_gather %x on @m axes = [1] gather_dim = 0 : tensor<4x8xf32> -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// Asynchronous: the start returns a handle; the wait completes it.
+// CHECK-LABEL: func.func @async
+// CHECK: %[[OUT:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK: %[[H:.*]] = call @spmdAllReduceStart(
+// CHECK: arith.mulf
+// CHECK: call @spmdWait(%[[H]]) : (i64) -> ()
+// CHECK: bufferization.to_tensor %[[OUT]]
+// CHECK-NOT: spmd.
+func.func @async(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %f = spmd.all_reduce %x on @m axes = [0, 1] sum : tensor<4x8xf32> -> !spmd.future<tensor<4x8xf32>>
+  %y = arith.mulf %x, %x : tensor<4x8xf32>
+  %r = spmd.wait %f : !spmd.future<tensor<4x8xf32>>
+  return %r, %y : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// State becomes a public zero-initialized global; loads copy out, stores in.
+// CHECK: memref.global "public" @fc.w : memref<4xf32> = dense<0.000000e+00> {alignment = 64 : i64}
+// CHECK-LABEL: func.func @state
+// CHECK: %[[G:.*]] = memref.get_global @fc.w : memref<4xf32>
+// CHECK: memref.copy %[[G]], %{{.*}}
+// CHECK: %[[G2:.*]] = memref.get_global @fc.w : memref<4xf32>
+// CHECK: memref.copy %{{.*}}, %[[G2]]
+spmd.state @"fc.w" : tensor<4xf32> role = param
+func.func @state(%v: tensor<4xf32>) -> tensor<4xf32> {
+  %w = spmd.load @"fc.w" : tensor<4xf32>
+  spmd.store %v to @"fc.w" : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+spmd.mesh @m(shape = 2x2)
+func.func @unsorted_axes(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'spmd.all_reduce' op the CPU runtime needs the axes of a group in increasing order}}
+  %0 = spmd.all_reduce %x on @m axes = [1, 0] sum : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
