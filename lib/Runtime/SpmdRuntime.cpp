@@ -2,6 +2,7 @@
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 
+#include <malloc.h>
 #include <mpi.h>
 
 #include <array>
@@ -238,6 +239,11 @@ void spmdInit(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   check(MPI_Comm_rank(MPI_COMM_WORLD, &r.rank), "spmdInit", "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &r.size), "spmdInit", "MPI_Comm_size");
+  // A train step allocates and frees the same large buffers every step; by
+  // default glibc serves those with mmap/munmap, so every step pays page
+  // faults on fresh memory. Keep them in the heap to be reused instead.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   const char *check = std::getenv("SPMD_RUNTIME_CHECK");
   r.checkCalls = check && *check && std::strcmp(check, "0") != 0;
   r.initialized = true;

@@ -2,12 +2,12 @@
 
 spmd.mesh @m(shape = 2x4)
 
-// A synchronous collective: a contiguous copy of the input, a fresh output,
+// A synchronous collective: the input as an identity-layout buffer (copied
+// by bufferization only when its buffer has another layout), a fresh output,
 // a runtime call with their addresses; mesh shape packed (2 | 4 << 16) and
 // the axes as a mask.
 // CHECK-LABEL: func.func @sync
-// CHECK: %[[IN:.*]] = memref.alloc() : memref<4x8xf32>
-// CHECK: memref.copy %{{.*}}, %[[IN]]
+// CHECK: %[[IN:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<4x8xf32> to memref<4x8xf32>
 // CHECK: %[[OUT:.*]] = memref.alloc() : memref<16x8xf32>
 // CHECK-DAG: %[[MESH:.*]] = arith.constant 262146 : i64
 // CHECK-DAG: %[[MASK:.*]] = arith.constant 2 : i64

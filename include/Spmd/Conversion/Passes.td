@@ -12,8 +12,9 @@ def ConvertSpmdToRuntimePass
     Runs on the local program (after `spmd-expand`), on tensors, so that
     upstream one-shot bufferization handles everything after it:
 
-    - each synchronous collective becomes, per input, a copy of the input
-      into a fresh contiguous buffer, a fresh output buffer, and a call into
+    - each synchronous collective becomes, per input, the input as an
+      identity-layout buffer (bufferization copies only inputs whose buffer
+      has another layout), a fresh output buffer, and a call into
       libSpmdRuntime with their addresses (`spmdAllReduce`, `spmdAllGather`,
       `spmdReduceScatter`, `spmdAllToAll4`, `spmdBroadcast`); the result
       tensor is the output buffer;
@@ -38,7 +39,7 @@ def ConvertSpmdToRuntimePass
     ```mlir
     %r = spmd.all_reduce %g on @dp axes = [0] sum : tensor<8xf32> -> tensor<8xf32>
     // becomes
-    %in = ... copy of %g in a new memref<8xf32> ...
+    %in = bufferization.to_buffer %g read_only : tensor<8xf32> to memref<8xf32>
     %out = memref.alloc() : memref<8xf32>
     func.call @spmdAllReduce(%in_addr, %out_addr, %c8, %f32, %sum, %mesh, %mask)
         : (i64, i64, i64, i32, i32, i64, i64) -> ()

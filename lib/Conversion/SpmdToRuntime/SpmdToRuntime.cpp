@@ -127,18 +127,12 @@ std::tuple<Value, Value, Value>
 RuntimeLowering::buffers(Value tensor, RankedTensorType resultType,
                          Location loc) {
   auto inType = cast<RankedTensorType>(tensor.getType());
-  // Any layout bufferization picks for the input is copied into a
-  // contiguous buffer the runtime can address as one block.
-  auto stridedType = MemRefType::get(
-      inType.getShape(), inType.getElementType(),
-      StridedLayoutAttr::get(
-          ctx, ShapedType::kDynamic,
-          SmallVector<int64_t>(inType.getRank(), ShapedType::kDynamic)));
-  Value source = bufferization::ToBufferOp::create(b, loc, stridedType, tensor,
-                                                   /*read_only=*/true);
-  Value in = memref::AllocOp::create(
-      b, loc, MemRefType::get(inType.getShape(), inType.getElementType()));
-  memref::CopyOp::create(b, loc, source, in);
+  // The runtime reads the input as one contiguous block: ask bufferization
+  // for an identity-layout buffer (it copies only when the tensor's buffer
+  // has another layout, e.g. a slice).
+  Value in = bufferization::ToBufferOp::create(
+      b, loc, MemRefType::get(inType.getShape(), inType.getElementType()),
+      tensor, /*read_only=*/true);
   Value out = memref::AllocOp::create(
       b, loc,
       MemRefType::get(resultType.getShape(), resultType.getElementType()));
