@@ -156,8 +156,8 @@ def main():
     ap.add_argument("--layers", type=int, default=3)
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=3)
     args = ap.parse_args()
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
@@ -170,18 +170,23 @@ def main():
         sh([os.path.join(BUILD, "bin", "spmd-opt"), src, "--spmd-distribute", "--spmd-lower-to-cpu", "-o", llvm_mlir])
         ll = os.path.join(tmp, "step.ll")
         sh([f"{LLVM}/bin/mlir-translate", "--mlir-to-llvmir", llvm_mlir, "-o", ll])
-        sh([f"{LLVM}/bin/opt", "-O3", ll, "-o", ll + ".bc"])
-        sh([f"{LLVM}/bin/llc", "-O3", "--relocation-model=pic", "-filetype=obj", ll + ".bc", "-o", ll + ".o"])
+        # MLIR emits no target triple; without one LLVM assumes no C library
+        # and expands memcpy/memset into byte loops.
+        triple = sh([f"{LLVM}/bin/llvm-config", "--host-target"]).stdout.strip()
+        sh([f"{LLVM}/bin/opt", "-O3", f"-mtriple={triple}", "-mcpu=native", ll, "-o", ll + ".bc"])
+        sh([f"{LLVM}/bin/llc", "-O3", f"-mtriple={triple}", "-mcpu=native", "--relocation-model=pic",
+            "-filetype=obj", ll + ".bc", "-o", ll + ".o"])
         exe = os.path.join(tmp, "step")
         sh(["g++", ll + ".o", "-o", exe, "-L" + os.path.join(BUILD, "lib"), "-lSpmdRuntime",
             f"-L{LLVM}/lib", "-lmlir_c_runner_utils", blas,
             f"-Wl,-rpath,{os.path.join(BUILD, 'lib')}:{LLVM}/lib"])
-        wrapped = ["/usr/bin/time", "-f", "RSS_KB %M"]
-        res = subprocess.run(mpirun + wrapped + [exe], capture_output=True, text=True, env=env, timeout=600)
+        # Each rank's peak RSS into its own file.
+        wrapped = ["sh", "-c", f'exec /usr/bin/time -f "%M" -o {tmp}/rss.$OMPI_COMM_WORLD_RANK {exe}']
+        res = subprocess.run(mpirun + wrapped, capture_output=True, text=True, env=env, timeout=600)
         if res.returncode != 0:
             sys.exit(f"spmd run failed:\n{res.stdout}\n{res.stderr}")
         times = [float(v) for v in re.findall(r"^\s*([0-9.eE+-]+)\s*$", res.stdout, re.M)]
-        spmd_rss = [int(v) // 1024 for v in re.findall(r"RSS_KB (\d+)", res.stderr)]
+        spmd_rss = [int(open(f"{tmp}/rss.{r}").read().split()[-1]) // 1024 for r in range(2)]
         # Both ranks print their times; each rank's median, then the slower.
         half = len(times) // 2
         spmd_median = max(statistics.median(times[:half]), statistics.median(times[half:])) if half else statistics.median(times)
