@@ -10,7 +10,7 @@ from lit.llvm.subst import ToolSubst
 config.name = "SPMD"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 # Tests run with `set -o pipefail` so a failing producer fails the pipeline.
 config.pipefail = True
 config.test_source_root = os.path.dirname(__file__)
@@ -60,6 +60,20 @@ if mpirun:
     config.substitutions.append(
         ("%mpirun", "timeout 120 " + mpirun + " --oversubscribe --bind-to none -np"))
 config.substitutions.append(("%spmd_lib_dir", os.path.join(config.spmd_obj_root, "lib")))
+# Ahead-of-time programs: the host triple (MLIR emits none; without one LLVM
+# assumes no C library) and a C++ compile+link against the runtime.
+import subprocess
+config.substitutions.append(
+    ("%host_triple",
+     subprocess.check_output([os.path.join(config.llvm_tools_dir, "llvm-config"),
+                              "--host-target"], text=True).strip()))
+spmd_lib = os.path.join(config.spmd_obj_root, "lib")
+config.substitutions.append(
+    ("%host_cxx", f"{config.host_cxx} -std=c++17 -I{config.spmd_src_root}/include"))
+config.substitutions.append(
+    ("%host_libs",
+     f"-L{spmd_lib} -lSpmdRuntime -L{mlir_lib_dir} -lmlir_c_runner_utils"
+     f" -Wl,-rpath,{spmd_lib}:{mlir_lib_dir}"))
 # Runs a program lowered by spmd-lower-to-cpu on every rank of an mpirun job.
 config.substitutions.append(
     ("%run-mpi",

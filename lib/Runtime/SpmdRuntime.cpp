@@ -44,6 +44,7 @@ struct Runtime {
     std::string name;
     void *data;
     int64_t bytes;
+    int32_t dtype;
   };
   std::vector<State> states;
 };
@@ -500,18 +501,21 @@ void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
       spmdBroadcastStart(in, out, count, dtype, root, meshShape, axesMask));
 }
 
-void spmdStateRegister(const char *name, int64_t address, int64_t bytes) {
+void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
+                       int32_t dtype) {
   for (auto &state : rt().states) {
     if (state.name != name)
       continue;
-    if (state.bytes != bytes)
+    if (state.bytes != bytes || state.dtype != dtype)
       fail("spmdStateRegister",
-           "state '%s' is registered with %lld bytes, now %lld", name,
-           static_cast<long long>(state.bytes), static_cast<long long>(bytes));
+           "state '%s' is registered with %lld bytes of type %d, now %lld "
+           "bytes of type %d",
+           name, static_cast<long long>(state.bytes), state.dtype,
+           static_cast<long long>(bytes), dtype);
     state.data = ptr(address);
     return;
   }
-  rt().states.push_back({name, ptr(address), bytes});
+  rt().states.push_back({name, ptr(address), bytes, dtype});
 }
 
 int64_t spmdStateData(const char *name, int64_t *bytes) {
@@ -522,6 +526,20 @@ int64_t spmdStateData(const char *name, int64_t *bytes) {
       return reinterpret_cast<int64_t>(state.data);
     }
   fail("spmdStateData", "no state named '%s' is registered", name);
+}
+
+int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype) {
+  for (auto &state : rt().states)
+    if (state.name == name) {
+      if (state.bytes != bytes || state.dtype != dtype)
+        fail("spmdStateBind",
+             "state '%s' holds %lld bytes of type %d, the caller expects "
+             "%lld bytes of type %d",
+             name, static_cast<long long>(state.bytes), state.dtype,
+             static_cast<long long>(bytes), dtype);
+      return reinterpret_cast<int64_t>(state.data);
+    }
+  fail("spmdStateBind", "no state named '%s' is registered", name);
 }
 
 int64_t spmdStateCount(void) {

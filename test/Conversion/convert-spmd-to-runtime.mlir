@@ -34,13 +34,20 @@ func.func @async(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   return %r, %y : tensor<4x8xf32>, tensor<4x8xf32>
 }
 
-// State becomes a public zero-initialized global; loads copy out, stores in.
+// State becomes a public zero-initialized global; loads copy out, stores in;
+// every function that touches state first registers it by name.
 // CHECK: memref.global "public" @fc.w : memref<4xf32> = dense<0.000000e+00> {alignment = 64 : i64}
 // CHECK-LABEL: func.func @state
+// CHECK-NEXT: call @spmd_register_state() : () -> ()
 // CHECK: %[[G:.*]] = memref.get_global @fc.w : memref<4xf32>
 // CHECK: memref.copy %[[G]], %{{.*}}
 // CHECK: %[[G2:.*]] = memref.get_global @fc.w : memref<4xf32>
 // CHECK: memref.copy %{{.*}}, %[[G2]]
+// CHECK-DAG: llvm.mlir.global internal constant @__spmd_state_name_0("fc.w\00")
+// CHECK-LABEL: func.func @spmd_register_state()
+// CHECK: %[[NAME:.*]] = llvm.mlir.addressof @__spmd_state_name_0 : !llvm.ptr
+// CHECK: %[[GL:.*]] = memref.get_global @fc.w : memref<4xf32>
+// CHECK: call @spmdStateRegister(%[[NAME]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64, i32) -> ()
 spmd.state @"fc.w" : tensor<4xf32> role = param
 func.func @state(%v: tensor<4xf32>) -> tensor<4xf32> {
   %w = spmd.load @"fc.w" : tensor<4xf32>

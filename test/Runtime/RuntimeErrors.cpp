@@ -27,6 +27,10 @@ int main(int argc, char **argv) {
     spmdAllReduce(a, a, 1, SPMD_F32, SPMD_SUM, /*meshShape=*/3, /*axes=*/1);
   } else if (!std::strcmp(kind, "bad-dtype")) {
     spmdAllReduce(a, a, 1, /*dtype=*/9, SPMD_SUM, 1, 1);
+  } else if (!std::strcmp(kind, "bind-mismatch")) {
+    spmdInit();
+    spmdStateRegister("fc.weight", a, 4, SPMD_F32);
+    spmdStateBind("fc.weight", 4, SPMD_F64);
   } else if (!std::strcmp(kind, "mismatch")) {
     // Rank 0 reduces one float, the others two: caught in check mode.
     float y[2] = {1.0f, 2.0f};

@@ -135,11 +135,12 @@ TEST_F(Runtime, AsynchronousStartsAndWaits) {
 
 TEST_F(Runtime, StateRegistry) {
   std::vector<float> w(8, 1.0f);
-  spmdStateRegister("fc.weight", addr(w.data()), 32);
+  spmdStateRegister("fc.weight", addr(w.data()), 32, SPMD_F32);
   int64_t bytes = 0;
   EXPECT_EQ(spmdStateData("fc.weight", &bytes), addr(w.data()));
   EXPECT_EQ(bytes, 32);
   EXPECT_GE(spmdStateCount(), 1);
+  EXPECT_EQ(spmdStateBind("fc.weight", 32, SPMD_F32), addr(w.data()));
 }
 
 } // namespace

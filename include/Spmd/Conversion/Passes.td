@@ -25,8 +25,12 @@ def ConvertSpmdToRuntimePass
     - `spmd.axis_index` becomes `spmdAxisIndex`, and `spmd.local_slice` a
       `tensor.extract_slice` at this rank's chunk (torch.chunk sizes);
     - `spmd.state` becomes a zero-initialized public `memref.global` of the
-      same name (the host reaches it by symbol); `spmd.load` copies the
-      global into a new buffer, `spmd.store` copies into the global.
+      same name; `spmd.load` copies the global into a new buffer,
+      `spmd.store` copies into the global; a generated
+      `spmd_register_state()`, called on entry of every function that
+      touches state, registers each global by name (size, element type)
+      with the runtime, so the host reads and writes state in place by name
+      (`spmdStateBind`).
 
     A group is passed as the mesh shape packed 16 bits per axis and a bit
     mask of the axes. Unsupported, with a diagnostic: futures not consumed
@@ -49,6 +53,7 @@ def ConvertSpmdToRuntimePass
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
                            "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect"];
 }

@@ -88,11 +88,17 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
                            int64_t axesMask);
 void spmdWait(int64_t handle);
 
-/* State registry: named buffers that live across steps. Registering a name
- * twice with another size is an error; spmdStateData of an unknown name is
- * an error. */
-void spmdStateRegister(const char *name, int64_t address, int64_t bytes);
+/* State registry: the named buffers that live across steps. Compiled
+ * programs register their state (spmd.state) on every call that uses it;
+ * the host then reads and writes it in place by name. Registering a name
+ * again with another size or element type is an error. */
+void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
+                       int32_t dtype);
+/* The buffer of a state and its size; an unknown name is an error. */
 int64_t spmdStateData(const char *name, int64_t *bytes);
+/* The buffer of a state, checked against the size and element type the
+ * caller expects (zero-copy access: no copy is made). */
+int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype);
 int64_t spmdStateCount(void);
 const char *spmdStateName(int64_t index);
 

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -52,6 +53,7 @@ private:
   LogicalResult lowerWait(WaitOp op);
   LogicalResult lowerLocalSlice(LocalSliceOp op);
   LogicalResult lowerState(StateOp op);
+  LogicalResult registerStates(ArrayRef<StateOp> states);
 
   ModuleOp module;
   MLIRContext *ctx;
@@ -383,6 +385,63 @@ LogicalResult RuntimeLowering::lowerState(StateOp state) {
   return success();
 }
 
+/// `spmd_register_state()` registers every state's global by name with the
+/// runtime (spmdStateRegister); every function that loads or stores state
+/// calls it first, so the host finds the buffers by name after any call.
+LogicalResult RuntimeLowering::registerStates(ArrayRef<StateOp> states) {
+  if (states.empty())
+    return success();
+  Location loc = module.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, "spmd_register_state",
+                                 b.getFunctionType({}, {}));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  for (auto [i, constState] : llvm::enumerate(states)) {
+    StateOp state = constState;
+    RankedTensorType type = state.getTensorType();
+    FailureOr<int32_t> code = dtype(state, type.getElementType());
+    if (failed(code))
+      return failure();
+    // The name as a NUL-terminated string constant.
+    std::string text = state.getSymName().str();
+    text.push_back('\0');
+    std::string symbol = "__spmd_state_name_" + std::to_string(i);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPoint(fn);
+      LLVM::GlobalOp::create(
+          b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), text.size()),
+          /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
+          b.getStringAttr(text));
+    }
+    Value name = LLVM::AddressOfOp::create(b, loc, ptrType, symbol);
+    Value buffer = memref::GetGlobalOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+        state.getSymName());
+    int64_t bytes = type.getNumElements() *
+                    (type.getElementType().getIntOrFloatBitWidth() / 8);
+    call("spmdStateRegister",
+         {name, address(buffer, loc), i64(bytes, loc), i32(*code, loc)}, {},
+         loc);
+  }
+  func::ReturnOp::create(b, loc);
+  // Call it on entry of every function that touches state.
+  for (auto other : module.getOps<func::FuncOp>()) {
+    if (other == fn || other.isExternal())
+      continue;
+    bool usesState = false;
+    other.walk([&](Operation *op) { usesState |= isa<LoadOp, StoreOp>(op); });
+    if (!usesState)
+      continue;
+    b.setInsertionPointToStart(&other.getBody().front());
+    func::CallOp::create(b, loc, fn, ValueRange{});
+  }
+  return success();
+}
+
 LogicalResult RuntimeLowering::run() {
   SmallVector<Operation *> work;
   module.walk([&](Operation *op) {
@@ -418,7 +477,10 @@ LogicalResult RuntimeLowering::run() {
                              "consumed by spmd.wait");
     op->erase();
   }
-  for (auto state : llvm::make_early_inc_range(module.getOps<StateOp>()))
+  SmallVector<StateOp> states(module.getOps<StateOp>());
+  if (failed(registerStates(states)))
+    return failure();
+  for (StateOp state : states)
     if (failed(lowerState(state)))
       return failure();
   // Specs described the layout; the local program no longer needs them.
