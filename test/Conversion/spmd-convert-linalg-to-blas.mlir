@@ -22,13 +22,27 @@ func.func @transposed_b(%a: memref<8x4xf32>, %b: memref<6x4xf32>, %c: memref<8x6
   return
 }
 
+// A zero fill right before the matmul becomes beta = 0 (and goes away).
+// CHECK-LABEL: func.func @zero_init
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NOT: linalg.fill
+// CHECK: call @cblas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ZERO]], %{{.*}}, %{{.*}}) :
+func.func @zero_init(%a: memref<8x4xf32>, %b: memref<4x6xf32>, %c: memref<8x6xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x6xf32>)
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x6xf32>) outs(%c : memref<8x6xf32>)
+  return
+}
+
 // Row-contiguous strided operands (a slice of rows) are taken with their
 // offset and row stride; other element types stay for the loop lowering.
 // CHECK-LABEL: func.func @strided_and_f64
 // CHECK-SAME: (%[[A:.*]]: memref<8x4xf32, strided<[8, 1], offset: ?>>
-// CHECK: %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[A]]
+// CHECK: %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %[[STRIDES:.*]]:2 = memref.extract_strided_metadata %[[A]]
 // CHECK: arith.muli %[[OFF]]
-// CHECK: call @cblas_sgemm
+// CHECK: %[[LDA:.*]] = arith.index_cast %[[STRIDES]]#0 : index to i32
+// CHECK: call @cblas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDA]],
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<8x4xf64>, memref<4x6xf64>)
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<8x4xf32, strided<[1, 8]>>
 func.func @strided_and_f64(%a: memref<8x4xf32, strided<[8, 1], offset: ?>>, %b: memref<4x6xf32>, %c: memref<8x6xf32>,

@@ -66,8 +66,9 @@ def ConvertLinalgToBlasPass
     identity layout, in plain form or with one operand transposed through
     its indexing maps (`(m, k), (n, k)` or `(k, m), (k, n)`), becomes a call
     `cblas_sgemm(RowMajor, transA, transB, M, N, K, 1.0, A, lda, B, ldb,
-    1.0, C, ldc)` (beta = 1: linalg.matmul accumulates into its init). Other
-    matmuls are left for the loop lowering. The program must then be linked
+    beta, C, ldc)`: beta = 1 since linalg.matmul accumulates into its init,
+    or 0 when the init is a zero fill of the output right before the matmul
+    (the fill is dropped). Other matmuls are left for the loop lowering. The program must then be linked
     with (or run with) `libopenblas`.
 
     ```mlir

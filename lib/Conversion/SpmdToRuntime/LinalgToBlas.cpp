@@ -8,6 +8,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
 
 namespace mlir::spmd {
 #define GEN_PASS_DEF_CONVERTLINALGTOBLASPASS
@@ -72,6 +73,14 @@ struct ConvertLinalgToBlasPass
       return;
     }
 
+    // A zero fill of the output right before the matmul is beta = 0.
+    linalg::FillOp zeroFill;
+    if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode()))
+      if (fill.hasPureBufferSemantics() &&
+          fill.getOutputs()[0] == op.getOutputs()[0] &&
+          matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+        zeroFill = fill;
+
     OpBuilder b(op);
     Location loc = op.getLoc();
     Value a = op.getInputs()[0], bm = op.getInputs()[1], c = op.getOutputs()[0];
@@ -101,8 +110,13 @@ struct ConvertLinalgToBlasPass
     };
     Value M = dim(c, 0), N = dim(c, 1);
     Value K = transA ? dim(a, 0) : dim(a, 1);
-    Value lda = dim(a, 1), ldb = dim(bm, 1), ldc = dim(c, 1);
+    // Leading dimensions are the row strides of the layouts (a slice of
+    // columns has a row stride larger than its width).
+    Value pa = ptr(a), pb = ptr(bm), pc = ptr(c);
+    Value lda = lead[0], ldb = lead[1], ldc = lead[2];
     Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+    Value beta = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(zeroFill ? 0.0f : 1.0f));
     SmallVector<Value> args{constI32(kRowMajor),
                             constI32(transA ? kTrans : kNoTrans),
                             constI32(transB ? kTrans : kNoTrans),
@@ -110,12 +124,12 @@ struct ConvertLinalgToBlasPass
                             N,
                             K,
                             one,
-                            ptr(a),
+                            pa,
                             lda,
-                            ptr(bm),
+                            pb,
                             ldb,
-                            one,
-                            ptr(c),
+                            beta,
+                            pc,
                             ldc};
     StringRef name = "cblas_sgemm";
     if (!module.lookupSymbol<func::FuncOp>(name)) {
@@ -127,6 +141,8 @@ struct ConvertLinalgToBlasPass
     }
     func::CallOp::create(b, loc, name, TypeRange{}, args);
     op.erase();
+    if (zeroFill)
+      zeroFill.erase();
   }
 };
 
