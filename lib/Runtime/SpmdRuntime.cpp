@@ -80,10 +80,9 @@ void check(int code, const char *call, const char *what) {
 }
 
 /// Compiled programs initialize lazily; an explicit second spmdInit fails.
-void ensureInit(const char *call) {
+void ensureInit() {
   if (!rt().initialized)
     spmdInit();
-  (void)call;
 }
 
 MPI_Datatype mpiType(int32_t dtype, const char *call) {
@@ -134,7 +133,7 @@ std::vector<int64_t> unpackShape(int64_t packed) {
 /// Created once per (mesh, axes) and cached.
 MPI_Comm groupComm(int64_t meshShape, int64_t axesMask, const char *call,
                    int *groupSize = nullptr, int *groupRank = nullptr) {
-  ensureInit(call);
+  ensureInit();
   Runtime &r = rt();
   auto key = std::make_pair(meshShape, axesMask);
   auto it = r.comms.find(key);
@@ -272,12 +271,12 @@ void spmdFinalize(void) {
 int32_t spmdIsInitialized(void) { return rt().initialized; }
 
 int32_t spmdWorldRank(void) {
-  ensureInit("spmdWorldRank");
+  ensureInit();
   return rt().rank;
 }
 
 int32_t spmdWorldSize(void) {
-  ensureInit("spmdWorldSize");
+  ensureInit();
   return rt().size;
 }
 

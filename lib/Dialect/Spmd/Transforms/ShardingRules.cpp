@@ -327,6 +327,14 @@ struct PadRuleModel
   }
 };
 
+/// True when a slice covers all `size` elements of dimension `d`.
+bool takesWhole(OffsetSizeAndStrideOpInterface slice, unsigned d,
+                int64_t size) {
+  return !slice.isDynamicOffset(d) && slice.getStaticOffset(d) == 0 &&
+         !slice.isDynamicSize(d) && slice.getStaticSize(d) == size &&
+         !slice.isDynamicStride(d) && slice.getStaticStride(d) == 1;
+}
+
 /// extract_slice: dimensions taken whole may be sharded (not rank-reducing).
 struct ExtractSliceRuleModel
     : public ShardingRuleOpInterface::ExternalModel<ExtractSliceRuleModel,
@@ -337,10 +345,7 @@ struct ExtractSliceRuleModel
     if (source.getRank() != slice.getType().getRank())
       return failure();
     ShardingRule rule = partialIdentityRule(op, source, [&](int64_t d) {
-      return slice.isDynamicOffset(d) == false &&
-             slice.getStaticOffset(d) == 0 && !slice.isDynamicSize(d) &&
-             slice.getStaticSize(d) == source.getDimSize(d) &&
-             !slice.isDynamicStride(d) && slice.getStaticStride(d) == 1;
+      return takesWhole(slice, d, source.getDimSize(d));
     });
     rule.linearSets.push_back({0});
     return rule;
@@ -357,10 +362,7 @@ struct InsertSliceRuleModel
     if (insert.getSourceType().getRank() != dest.getRank())
       return failure();
     ShardingRule rule = partialIdentityRule(op, dest, [&](int64_t d) {
-      return !insert.isDynamicOffset(d) && insert.getStaticOffset(d) == 0 &&
-             !insert.isDynamicSize(d) &&
-             insert.getStaticSize(d) == dest.getDimSize(d) &&
-             !insert.isDynamicStride(d) && insert.getStaticStride(d) == 1;
+      return takesWhole(insert, d, dest.getDimSize(d));
     });
     rule.linearSets.push_back({0, 1});
     return rule;
