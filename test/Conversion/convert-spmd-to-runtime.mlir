@@ -43,17 +43,35 @@ func.func @async(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
 // CHECK: memref.copy %[[G]], %{{.*}}
 // CHECK: %[[G2:.*]] = memref.get_global @fc.w : memref<4xf32>
 // CHECK: memref.copy %{{.*}}, %[[G2]]
-// CHECK-DAG: llvm.mlir.global internal constant @__spmd_state_name_0("fc.w\00")
-// CHECK-LABEL: func.func @spmd_register_state()
-// CHECK: %[[NAME:.*]] = llvm.mlir.addressof @__spmd_state_name_0 : !llvm.ptr
-// CHECK: %[[GL:.*]] = memref.get_global @fc.w : memref<4xf32>
-// CHECK: call @spmdStateRegister(%[[NAME]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64, i32) -> ()
 spmd.state @"fc.w" : tensor<4xf32> role = param
 func.func @state(%v: tensor<4xf32>) -> tensor<4xf32> {
   %w = spmd.load @"fc.w" : tensor<4xf32>
   spmd.store %v to @"fc.w" : tensor<4xf32>
   return %w : tensor<4xf32>
 }
+
+// A load whose reads all come before the next store reads the global in
+// place (no copy); the store copies the new value in.
+// CHECK-LABEL: func.func @update
+// CHECK: %[[G:.*]] = memref.get_global @fc.v : memref<4xf32>
+// CHECK-NEXT: %[[T:.*]] = bufferization.to_tensor %[[G]] restrict : memref<4xf32> to tensor<4xf32>
+// CHECK-NEXT: %[[D:.*]] = arith.addf %[[T]], %[[T]]
+// CHECK: %[[B:.*]] = bufferization.to_buffer %[[D]] read_only : tensor<4xf32> to memref<4xf32>
+// CHECK: memref.copy %[[B]], %{{.*}} : memref<4xf32> to memref<4xf32>
+spmd.state @"fc.v" : tensor<4xf32> role = param
+func.func @update() {
+  %v = spmd.load @"fc.v" : tensor<4xf32>
+  %d = arith.addf %v, %v : tensor<4xf32>
+  spmd.store %d to @"fc.v" : tensor<4xf32>
+  return
+}
+
+// The registration of every state by name, size and element type.
+// CHECK-DAG: llvm.mlir.global internal constant @__spmd_state_name_0("fc.w\00")
+// CHECK-LABEL: func.func @spmd_register_state()
+// CHECK: %[[NAME:.*]] = llvm.mlir.addressof @__spmd_state_name_0 : !llvm.ptr
+// CHECK: %[[GL:.*]] = memref.get_global @fc.w : memref<4xf32>
+// CHECK: call @spmdStateRegister(%[[NAME]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64, i32) -> ()
 
 // -----
 

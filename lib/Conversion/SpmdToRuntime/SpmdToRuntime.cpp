@@ -54,6 +54,7 @@ private:
   LogicalResult lowerLocalSlice(LocalSliceOp op);
   LogicalResult lowerState(StateOp op);
   LogicalResult registerStates(ArrayRef<StateOp> states);
+  bool canReadInPlace(LoadOp load, ArrayRef<Operation *> stateUses);
 
   ModuleOp module;
   MLIRContext *ctx;
@@ -335,6 +336,52 @@ LogicalResult RuntimeLowering::lowerLocalSlice(LocalSliceOp op) {
   return success();
 }
 
+/// Whether `load` may read its state's global directly instead of a copy:
+/// it is the function's only load of that state, the function calls nothing
+/// but the runtime, and every read of the value (through views of it) comes
+/// before the next store of the state in the same block and does not leave
+/// the function.
+bool RuntimeLowering::canReadInPlace(LoadOp load,
+                                     ArrayRef<Operation *> stateUses) {
+  auto fn = load->getParentOfType<func::FuncOp>();
+  Block *block = load->getBlock();
+  Operation *nextStore = nullptr;
+  for (Operation *use : stateUses) {
+    if (use == load || use->getParentOfType<func::FuncOp>() != fn)
+      continue;
+    if (isa<LoadOp>(use))
+      return false;
+    if (use->getBlock() != block)
+      return false;
+    if (load->isBeforeInBlock(use) &&
+        (!nextStore || use->isBeforeInBlock(nextStore)))
+      nextStore = use;
+  }
+  bool callsOthers = false;
+  fn.walk([&](func::CallOp call) {
+    callsOthers |= !call.getCallee().starts_with("spmd");
+  });
+  if (callsOthers)
+    return false;
+  SmallVector<Value> work{load.getResult()};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = block->findAncestorOpInBlock(*use.getOwner());
+      if (!user || isa<func::ReturnOp>(use.getOwner()))
+        return false;
+      if (nextStore && !user->isBeforeInBlock(nextStore))
+        return false;
+      // Views alias the buffer: their reads count too.
+      if (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+              tensor::ExpandShapeOp, tensor::CastOp, tensor::ReshapeOp>(
+              use.getOwner()))
+        llvm::append_range(work, use.getOwner()->getResults());
+    }
+  }
+  return true;
+}
+
 LogicalResult RuntimeLowering::lowerState(StateOp state) {
   RankedTensorType type = state.getTensorType();
   auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
@@ -360,23 +407,28 @@ LogicalResult RuntimeLowering::lowerState(StateOp state) {
     Value buffer =
         memref::GetGlobalOp::create(b, loc, memrefType, state.getSymName());
     if (auto load = dyn_cast<LoadOp>(op)) {
-      // A copy: a later store must not change values still in use.
-      Value copy = memref::AllocOp::create(b, loc, memrefType);
-      memref::CopyOp::create(b, loc, buffer, copy);
-      Value t = bufferization::ToTensorOp::create(b, loc, type, copy,
-                                                  /*restrict=*/true,
-                                                  /*writable=*/true);
+      Value t;
+      if (canReadInPlace(load, uses)) {
+        // Every read happens before the state is next written: read the
+        // global itself (not writable, so nothing is done in place on it).
+        t = bufferization::ToTensorOp::create(b, loc, type, buffer,
+                                              /*restrict=*/true,
+                                              /*writable=*/false);
+      } else {
+        // A copy: a later store must not change values still in use.
+        Value copy = memref::AllocOp::create(b, loc, memrefType);
+        memref::CopyOp::create(b, loc, buffer, copy);
+        t = bufferization::ToTensorOp::create(b, loc, type, copy,
+                                              /*restrict=*/true,
+                                              /*writable=*/true);
+      }
       load.replaceAllUsesWith(t);
     } else {
+      // An identity-layout source makes the copy a memcpy (bufferization
+      // copies first if the value's buffer is a strided view).
       auto store = cast<StoreOp>(op);
       Value value = bufferization::ToBufferOp::create(
-          b, loc,
-          MemRefType::get(
-              type.getShape(), type.getElementType(),
-              StridedLayoutAttr::get(
-                  ctx, ShapedType::kDynamic,
-                  SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic))),
-          store.getValue(), /*read_only=*/true);
+          b, loc, memrefType, store.getValue(), /*read_only=*/true);
       memref::CopyOp::create(b, loc, value, buffer);
     }
     op->erase();
