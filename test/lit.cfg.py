@@ -2,6 +2,8 @@
 # lit configuration for the spmd test suite.
 
 import os
+import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -50,7 +52,6 @@ config.substitutions.append(("%spmd_python", config.python_executable))
 
 # MPI: everything runs as root here and CI has 2 cores, so OpenMPI needs
 # both permissions; a job that hangs is killed rather than stalling CI.
-import shutil
 mpirun = shutil.which("mpirun")
 if mpirun:
     config.available_features.add("mpi")
@@ -62,7 +63,6 @@ if mpirun:
 config.substitutions.append(("%spmd_lib_dir", os.path.join(config.spmd_obj_root, "lib")))
 # Ahead-of-time programs: the host triple (MLIR emits none; without one LLVM
 # assumes no C library) and a C++ compile+link against the runtime.
-import subprocess
 config.substitutions.append(
     ("%host_triple",
      subprocess.check_output([os.path.join(config.llvm_tools_dir, "llvm-config"),
@@ -83,6 +83,11 @@ config.substitutions.append(
      + config.spmd_blas_library + ","
      + os.path.join(mlir_lib_dir, "libmlir_runner_utils.so") + ","
      + os.path.join(mlir_lib_dir, "libmlir_c_runner_utils.so")))
+
+# torch + torch-mlir importable from the project's interpreter.
+if subprocess.run([config.python_executable, "-c", "import torch_mlir.fx"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("torch")
 
 if config.spmd_have_cuda:
     config.available_features.add("cuda-toolkit")
