@@ -24,7 +24,6 @@
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::spmd {
@@ -52,21 +51,6 @@ inline void registerAllPasses() {
   registerSpmdPasses();
   registerSpmdConversionPasses();
   registerLowerToCPUPipeline();
-  PassPipelineRegistration<>(
-      "spmd-distribute",
-      "Distributes a global program: spmd-propagate, spmd-expand, "
-      "spmd-dedup-collectives, canonicalize",
-      [](OpPassManager &pm) {
-        pm.addPass(createSpmdPropagatePass());
-        pm.addPass(createSpmdExpandPass());
-        pm.addNestedPass<func::FuncOp>(createSpmdDedupCollectivesPass());
-        // One sweep of folds and dead-code removal is all expansion leaves
-        // to clean up; no control flow to simplify.
-        GreedyRewriteConfig config;
-        config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled)
-            .setMaxIterations(1);
-        pm.addPass(createCanonicalizerPass(config));
-      });
 }
 
 } // namespace mlir::spmd

@@ -1,4 +1,12 @@
 // RUN: spmd-opt %s --spmd-distribute --split-input-file | FileCheck %s
+// RUN: spmd-opt %s --spmd-distribute=verify-each-phase=true --split-input-file | FileCheck %s
+
+// The one pass gives exactly what its four phases give as separate passes.
+// RUN: spmd-opt %s --spmd-distribute --split-input-file > %t.one.mlir
+// RUN: spmd-opt %s --split-input-file \
+// RUN:   --pass-pipeline='builtin.module(spmd-propagate, spmd-expand, func.func(spmd-dedup-collectives), canonicalize{region-simplify=disabled max-iterations=1 top-down=false})' \
+// RUN:   > %t.four.mlir
+// RUN: diff %t.one.mlir %t.four.mlir
 
 // Data parallel: batch-sharded inputs, replicated parameters, SGD. Exactly one
 // all_reduce per gradient and no other collective; the loss is returned as

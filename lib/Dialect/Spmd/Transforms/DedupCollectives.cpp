@@ -80,32 +80,34 @@ Value foldRoundTrip(Operation *op) {
 struct SpmdDedupCollectivesPass
     : public spmd::impl::SpmdDedupCollectivesPassBase<
           SpmdDedupCollectivesPass> {
-  void runOnOperation() override {
-    getOperation().walk([&](Block *block) {
-      // Scalar payloads (linalg bodies, ...) hold no collectives.
-      if (isa_and_nonnull<linalg::LinalgOp>(block->getParentOp()))
-        return;
-      DenseMap<OpKey, Operation *, OpKeyInfo> seen;
-      for (Operation &op : llvm::make_early_inc_range(*block)) {
-        if (Value original = foldRoundTrip(&op)) {
-          op.getResult(0).replaceAllUsesWith(original);
-          op.erase();
-          continue;
-        }
-        if (!isDedupCandidate(&op))
-          continue;
-        auto [it, inserted] = seen.try_emplace(OpKey{&op}, &op);
-        if (inserted)
-          continue;
-        op.replaceAllUsesWith(it->second);
-        op.erase();
-      }
-      // Collectives a round trip bypassed are dead now.
-      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*block)))
-        if (isDedupCandidate(&op) && isOpTriviallyDead(&op))
-          op.erase();
-    });
-  }
+  void runOnOperation() override { dedupCollectives(getOperation()); }
 };
 
 } // namespace
+
+void mlir::spmd::dedupCollectives(Operation *root) {
+  root->walk([&](Block *block) {
+    // Scalar payloads (linalg bodies, ...) hold no collectives.
+    if (isa_and_nonnull<linalg::LinalgOp>(block->getParentOp()))
+      return;
+    DenseMap<OpKey, Operation *, OpKeyInfo> seen;
+    for (Operation &op : llvm::make_early_inc_range(*block)) {
+      if (Value original = foldRoundTrip(&op)) {
+        op.getResult(0).replaceAllUsesWith(original);
+        op.erase();
+        continue;
+      }
+      if (!isDedupCandidate(&op))
+        continue;
+      auto [it, inserted] = seen.try_emplace(OpKey{&op}, &op);
+      if (inserted)
+        continue;
+      op.replaceAllUsesWith(it->second);
+      op.erase();
+    }
+    // Collectives a round trip bypassed are dead now.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*block)))
+      if (isDedupCandidate(&op) && isOpTriviallyDead(&op))
+        op.erase();
+  });
+}

@@ -687,54 +687,59 @@ LogicalResult Expander::run() {
 
 struct SpmdExpandPass : public spmd::impl::SpmdExpandPassBase<SpmdExpandPass> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    for (auto func :
-         llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-      if (func.isExternal())
-        continue;
-      auto meshRef = func->getAttrOfType<FlatSymbolRefAttr>(kFuncMeshAttr);
-      bool placed = false;
-      func.walk([&](Operation *op) { placed |= op->hasAttr(kStrategyAttr); });
-      if (!meshRef) {
-        if (!placed)
-          continue;
-        func.emitError("spmd-expand: placed ops in a function spmd-propagate "
-                       "did not mark; run spmd-propagate first");
-        return signalPassFailure();
-      }
-      auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, meshRef);
-      if (!mesh) {
-        func.emitError() << meshRef << " does not name an 'spmd.mesh'";
-        return signalPassFailure();
-      }
-      func->removeAttr(kFuncMeshAttr);
-      Expander expander(func, mesh);
-      if (failed(expander.run()))
-        return signalPassFailure();
-    }
-    // Sharded state gets local storage.
-    for (auto state : module.getOps<StateOp>()) {
-      std::optional<SpecAttr> spec = state.getSpec();
-      if (!spec)
-        continue;
-      auto mesh =
-          SymbolTable::lookupNearestSymbolFrom<MeshOp>(state, spec->getMesh());
-      if (!mesh)
-        continue;
-      FailureOr<RankedTensorType> type =
-          getLocalType(state.getTensorType(), spec->getPlacements(), mesh,
-                       [&] { return state.emitError(); });
-      if (failed(type))
-        return signalPassFailure();
-      if (!type->hasStaticShape()) {
-        state.emitError() << "sharded state needs dimensions that divide "
-                             "evenly over the mesh axes; "
-                          << state.getType() << " as " << *spec << " does not";
-        return signalPassFailure();
-      }
-      state.setType(*type);
-    }
+    if (failed(expandToLocal(getOperation())))
+      signalPassFailure();
   }
 };
 
 } // namespace
+
+LogicalResult mlir::spmd::expandToLocal(ModuleOp module) {
+  for (auto func :
+       llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+    if (func.isExternal())
+      continue;
+    auto meshRef = func->getAttrOfType<FlatSymbolRefAttr>(kFuncMeshAttr);
+    bool placed = false;
+    func.walk([&](Operation *op) { placed |= op->hasAttr(kStrategyAttr); });
+    if (!meshRef) {
+      if (!placed)
+        continue;
+      func.emitError("spmd-expand: placed ops in a function spmd-propagate "
+                     "did not mark; run spmd-propagate first");
+      return failure();
+    }
+    auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, meshRef);
+    if (!mesh) {
+      func.emitError() << meshRef << " does not name an 'spmd.mesh'";
+      return failure();
+    }
+    func->removeAttr(kFuncMeshAttr);
+    Expander expander(func, mesh);
+    if (failed(expander.run()))
+      return failure();
+  }
+  // Sharded state gets local storage.
+  for (auto state : module.getOps<StateOp>()) {
+    std::optional<SpecAttr> spec = state.getSpec();
+    if (!spec)
+      continue;
+    auto mesh =
+        SymbolTable::lookupNearestSymbolFrom<MeshOp>(state, spec->getMesh());
+    if (!mesh)
+      continue;
+    FailureOr<RankedTensorType> type =
+        getLocalType(state.getTensorType(), spec->getPlacements(), mesh,
+                     [&] { return state.emitError(); });
+    if (failed(type))
+      return failure();
+    if (!type->hasStaticShape()) {
+      state.emitError() << "sharded state needs dimensions that divide "
+                           "evenly over the mesh axes; "
+                        << state.getType() << " as " << *spec << " does not";
+      return failure();
+    }
+    state.setType(*type);
+  }
+  return success();
+}

@@ -384,42 +384,48 @@ LogicalResult Propagator::run() {
   return success();
 }
 
+LogicalResult propagateFunction(func::FuncOp func) {
+  if (func.isExternal())
+    return success();
+  auto specs = collectSpecs(func);
+  if (specs.empty())
+    return success();
+  SpecAttr first = specs.front().first;
+  for (auto &[spec, at] : specs) {
+    if (spec.getMesh() == first.getMesh())
+      continue;
+    InFlightDiagnostic diag =
+        at->emitError() << "specs of one function must use one mesh; found "
+                        << spec.getMesh() << " and " << first.getMesh();
+    diag.attachNote(specs.front().second->getLoc())
+        << first.getMesh() << " is used here";
+    return failure();
+  }
+  auto mesh =
+      SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, first.getMesh());
+  if (!mesh)
+    return func.emitError()
+           << first.getMesh() << " does not name an 'spmd.mesh'";
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("spmd-propagate supports single-block functions");
+  func->setAttr(kFuncMeshAttr, first.getMesh());
+  Propagator propagator(func, mesh);
+  return propagator.run();
+}
+
 struct SpmdPropagatePass
     : public spmd::impl::SpmdPropagatePassBase<SpmdPropagatePass> {
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<func::FuncOp>())
-      if (failed(runOnFunction(func)))
-        return signalPassFailure();
-  }
-
-  LogicalResult runOnFunction(func::FuncOp func) {
-    if (func.isExternal())
-      return success();
-    auto specs = collectSpecs(func);
-    if (specs.empty())
-      return success();
-    SpecAttr first = specs.front().first;
-    for (auto &[spec, at] : specs) {
-      if (spec.getMesh() == first.getMesh())
-        continue;
-      InFlightDiagnostic diag =
-          at->emitError() << "specs of one function must use one mesh; found "
-                          << spec.getMesh() << " and " << first.getMesh();
-      diag.attachNote(specs.front().second->getLoc())
-          << first.getMesh() << " is used here";
-      return failure();
-    }
-    auto mesh =
-        SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, first.getMesh());
-    if (!mesh)
-      return func.emitError()
-             << first.getMesh() << " does not name an 'spmd.mesh'";
-    if (!func.getBody().hasOneBlock())
-      return func.emitError("spmd-propagate supports single-block functions");
-    func->setAttr(kFuncMeshAttr, first.getMesh());
-    Propagator propagator(func, mesh);
-    return propagator.run();
+    if (failed(propagatePlacements(getOperation())))
+      signalPassFailure();
   }
 };
 
 } // namespace
+
+LogicalResult mlir::spmd::propagatePlacements(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>())
+    if (failed(propagateFunction(func)))
+      return failure();
+  return success();
+}

@@ -8,12 +8,20 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::spmd {
 
 #define GEN_PASS_DECL
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h.inc"
+
+/// The phases of spmd-distribute, one per pass; spmd-distribute runs them in
+/// order without a verifier run or a pass-manager round trip in between.
+/// Each reports its errors at the ops at fault.
+LogicalResult propagatePlacements(ModuleOp module);
+LogicalResult expandToLocal(ModuleOp module);
+void dedupCollectives(Operation *root);
 
 #define GEN_PASS_REGISTRATION
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h.inc"

@@ -197,4 +197,36 @@ def SpmdDedupCollectivesPass
   }];
 }
 
+def SpmdDistributePass : Pass<"spmd-distribute", "::mlir::ModuleOp"> {
+  let summary = "Distributes a global program: propagate, expand, dedup, canonicalize";
+  let description = [{
+    The whole distribution pipeline as one flag: `spmd-propagate`, then
+    `spmd-expand`, then `spmd-dedup-collectives` on every function, then one
+    sweep of canonicalization (folds and dead-code removal; no region
+    simplification, as expansion leaves no control flow to simplify). The
+    output is what those four passes give when run one after another.
+
+    It is one pass rather than a pass pipeline so that the program is
+    verified once, after the last phase, instead of after each of the four
+    (verifying linalg ops dominates the cost of distributing large train
+    steps; see docs/Rationale.md). `verify-each-phase` restores a verifier
+    run after every phase for debugging, as do the individual passes.
+
+    ```mlir
+    // spmd-opt --spmd-distribute train_step.mlir
+    spmd.mesh @dp(shape = 4)
+    func.func @step(%x: tensor<32x64xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}, ...)
+    // becomes a per-rank program on tensor<8x64xf32> with one all_reduce
+    // per gradient.
+    ```
+  }];
+  let options = [
+    Option<"verifyEachPhase", "verify-each-phase", "bool", /*default=*/"false",
+           "Run the verifier after every phase, not only at the end">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // SPMD_DIALECT_SPMD_TRANSFORMS_PASSES_TD
