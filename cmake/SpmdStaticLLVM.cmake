@@ -11,15 +11,38 @@
 # the dylib, so one process never holds two copies of LLVM's globals.
 option(SPMD_STATIC_LLVM "Link LLVM's static component libraries" ON)
 
-if(SPMD_STATIC_LLVM AND TARGET LLVMSupport AND TARGET LLVMCore)
-  # LLVMSupport's link interface names zstd's CMake target, which only the
-  # dylib-less configuration defines; the runtime library is enough.
-  if(NOT TARGET zstd::libzstd_shared)
-    find_library(SPMD_ZSTD_LIBRARY NAMES zstd libzstd.so.1 REQUIRED)
-    add_library(zstd::libzstd_shared SHARED IMPORTED)
-    set_target_properties(zstd::libzstd_shared PROPERTIES
-                          IMPORTED_LOCATION "${SPMD_ZSTD_LIBRARY}")
+# LLVMSupport's link interface names CMake targets that only LLVM's
+# dylib-less configuration is sure to define (zlib and zstd, found there
+# through their -dev packages); the runtime libraries, always installed with
+# libllvm22, are enough to link. Anything else missing: use the dylib.
+function(spmd_provide_library target)
+  if(TARGET ${target})
+    return()
   endif()
+  string(MAKE_C_IDENTIFIER "SPMD_LIB_${target}" var)
+  find_library(${var} NAMES ${ARGN})
+  if(${var})
+    add_library(${target} SHARED IMPORTED GLOBAL)
+    set_target_properties(${target} PROPERTIES IMPORTED_LOCATION "${${var}}")
+  endif()
+endfunction()
+
+set(spmd_static_ok FALSE)
+if(SPMD_STATIC_LLVM AND TARGET LLVMSupport AND TARGET LLVMCore)
+  spmd_provide_library(ZLIB::ZLIB z libz.so.1)
+  spmd_provide_library(zstd::libzstd_shared zstd libzstd.so.1)
+  set(spmd_static_ok TRUE)
+  get_target_property(spmd_support_deps LLVMSupport INTERFACE_LINK_LIBRARIES)
+  foreach(dep IN LISTS spmd_support_deps)
+    if((dep MATCHES "::" AND NOT TARGET ${dep}) OR
+       (IS_ABSOLUTE "${dep}" AND NOT EXISTS "${dep}"))
+      message(STATUS "spmd: LLVMSupport needs ${dep}, which is missing")
+      set(spmd_static_ok FALSE)
+    endif()
+  endforeach()
+endif()
+
+if(spmd_static_ok)
   set(LLVM_LINK_LLVM_DYLIB OFF)
   add_library(spmd_llvm_static INTERFACE)
   llvm_map_components_to_libnames(spmd_llvm_libs
