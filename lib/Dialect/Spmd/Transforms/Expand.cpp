@@ -695,8 +695,7 @@ struct SpmdExpandPass : public spmd::impl::SpmdExpandPassBase<SpmdExpandPass> {
 } // namespace
 
 LogicalResult mlir::spmd::expandToLocal(ModuleOp module) {
-  for (auto func :
-       llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
     if (func.isExternal())
       continue;
     auto meshRef = func->getAttrOfType<FlatSymbolRefAttr>(kFuncMeshAttr);
