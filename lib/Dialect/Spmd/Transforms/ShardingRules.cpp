@@ -115,23 +115,7 @@ FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
   ShardingRule rule;
   // Named ops build their indexing maps on every query: fetch them once.
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  // Loop ranges as getStaticLoopRanges finds them (each loop's size from the
-  // first operand dimension indexed by it alone), without composing maps.
-  SmallVector<int64_t> ranges(op.getNumLoops(), ShapedType::kDynamic);
-  SmallVector<bool> rangeFound(op.getNumLoops(), false);
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto shaped = dyn_cast<ShapedType>(operand.get().getType());
-    AffineMap map = maps[operand.getOperandNumber()];
-    for (auto [i, expr] : llvm::enumerate(map.getResults())) {
-      auto dim = dyn_cast<AffineDimExpr>(expr);
-      if (!dim || rangeFound[dim.getPosition()])
-        continue;
-      rangeFound[dim.getPosition()] = true;
-      ranges[dim.getPosition()] = shaped ? shaped.getDimSize(i) : 1;
-    }
-  }
-  if (!llvm::all_of(rangeFound, [](bool found) { return found; }))
-    ranges = op.getStaticLoopRanges();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   for (auto [size, iterator] : llvm::zip(ranges, iterators)) {
     ShardingRule::Factor factor{size};
