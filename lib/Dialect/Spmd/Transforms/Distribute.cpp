@@ -39,17 +39,14 @@ struct SpmdDistributePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto checked = [&](LogicalResult phase) {
-      if (failed(phase))
-        return false;
-      return !verifyEachPhase || succeeded(verify(module));
+    auto verifyPhase = [&] {
+      return verifyEachPhase ? verify(module) : success();
     };
-    if (!checked(propagatePlacements(module)) ||
-        !checked(expandToLocal(module)))
+    if (failed(propagatePlacements(module)) || failed(verifyPhase()) ||
+        failed(expandToLocal(module)) || failed(verifyPhase()))
       return signalPassFailure();
-    for (auto func : module.getOps<func::FuncOp>())
-      dedupCollectives(func);
-    if (!checked(success()))
+    dedupCollectives(module);
+    if (failed(verifyPhase()))
       return signalPassFailure();
     // One sweep of folds and dead-code removal is all expansion leaves to
     // clean up; no control flow to simplify. Not converging within one
