@@ -45,9 +45,9 @@ endif()
 if(spmd_static_ok)
   set(LLVM_LINK_LLVM_DYLIB OFF)
   add_library(spmd_llvm_static INTERFACE)
-  llvm_map_components_to_libnames(spmd_llvm_libs
-    Support Core BinaryFormat BitReader BitWriter AsmParser TargetParser
-    FrontendOpenMP Demangle)
+  # What the MLIR libraries we link use; the rest follows from each
+  # component's own link interface.
+  llvm_map_components_to_libnames(spmd_llvm_libs Support Core)
   target_link_libraries(spmd_llvm_static INTERFACE ${spmd_llvm_libs})
   get_property(spmd_imported DIRECTORY PROPERTY IMPORTED_TARGETS)
   foreach(target IN LISTS spmd_imported)
