@@ -42,8 +42,9 @@ struct SpmdDistributePass
     auto verifyPhase = [&] {
       return verifyEachPhase ? verify(module) : success();
     };
-    if (failed(propagatePlacements(module)) || failed(verifyPhase()) ||
-        failed(expandToLocal(module)) || failed(verifyPhase()))
+    ShardingRuleCache rules;
+    if (failed(propagatePlacements(module, &rules)) || failed(verifyPhase()) ||
+        failed(expandToLocal(module, &rules)) || failed(verifyPhase()))
       return signalPassFailure();
     dedupCollectives(module);
     if (failed(verifyPhase()))

@@ -58,10 +58,10 @@ bool isIdentityOf(Attribute value, ReductionKind kind) {
 
 class Expander {
 public:
-  Expander(func::FuncOp func, MeshOp mesh)
+  Expander(func::FuncOp func, MeshOp mesh, ShardingRuleCache &rules)
       : func(func), mesh(mesh), ctx(func.getContext()), b(ctx),
         meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
-        rank(mesh.getRank()) {}
+        rank(mesh.getRank()), rules(rules) {}
 
   LogicalResult run();
 
@@ -104,7 +104,7 @@ private:
   DenseMap<Value, Placements> placements;
   DenseMap<unsigned, Value> axisIndices;
   DenseMap<std::pair<Value, Attribute>, Value> cache;
-  DenseMap<Operation *, ShardingRule> rules;
+  ShardingRuleCache &rules;
   SmallVector<Operation *> dead;
 };
 
@@ -560,7 +560,7 @@ LogicalResult Expander::run() {
     }
   for (Operation &op : body) {
     if (op.hasAttr(kStrategyAttr))
-      rules.try_emplace(&op, getRuleOrFallback(&op));
+      (void)getCachedRule(rules, &op);
     auto specs = op.getAttrOfType<ArrayAttr>(kResultSpecsAttr);
     for (auto [r, result] : llvm::enumerate(op.getResults())) {
       auto type = dyn_cast<RankedTensorType>(result.getType());
@@ -694,7 +694,9 @@ struct SpmdExpandPass : public spmd::impl::SpmdExpandPassBase<SpmdExpandPass> {
 
 } // namespace
 
-LogicalResult mlir::spmd::expandToLocal(ModuleOp module) {
+LogicalResult mlir::spmd::expandToLocal(ModuleOp module,
+                                        ShardingRuleCache *rules) {
+  ShardingRuleCache own;
   for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
     if (func.isExternal())
       continue;
@@ -714,7 +716,7 @@ LogicalResult mlir::spmd::expandToLocal(ModuleOp module) {
       return failure();
     }
     func->removeAttr(kFuncMeshAttr);
-    Expander expander(func, mesh);
+    Expander expander(func, mesh, rules ? *rules : own);
     if (failed(expander.run()))
       return failure();
   }

@@ -36,6 +36,14 @@ AxisChoice AxisChoice::decode(int64_t code) {
   return choice;
 }
 
+const ShardingRule &mlir::spmd::getCachedRule(ShardingRuleCache &cache,
+                                              Operation *op) {
+  auto it = cache.find(op);
+  if (it == cache.end())
+    it = cache.try_emplace(op, getRuleOrFallback(op)).first;
+  return it->second;
+}
+
 ShardingRule mlir::spmd::getRuleOrFallback(Operation *op) {
   if (auto iface = dyn_cast<ShardingRuleOpInterface>(op)) {
     FailureOr<ShardingRule> rule = iface.getShardingRule();

@@ -78,8 +78,9 @@ SmallVector<std::pair<SpecAttr, Operation *>> collectSpecs(func::FuncOp func) {
 
 class Propagator {
 public:
-  Propagator(func::FuncOp func, MeshOp mesh)
-      : func(func), mesh(mesh), ctx(func.getContext()), rank(mesh.getRank()) {}
+  Propagator(func::FuncOp func, MeshOp mesh, ShardingRuleCache &rules)
+      : func(func), mesh(mesh), ctx(func.getContext()), rank(mesh.getRank()),
+        rules(rules) {}
 
   LogicalResult run();
 
@@ -109,6 +110,7 @@ private:
   MeshOp mesh;
   MLIRContext *ctx;
   unsigned rank;
+  ShardingRuleCache &rules;
   DenseMap<Value, Placements> placements;
   /// Where a fixed value got its spec (for conflict notes).
   DenseMap<Value, Operation *> fixedAt;
@@ -156,7 +158,7 @@ LogicalResult Propagator::fix(Value value, ArrayRef<PlacementAttr> spec,
 }
 
 void Propagator::place(Operation *op) {
-  ShardingRule rule = getRuleOrFallback(op);
+  const ShardingRule &rule = getCachedRule(rules, op);
   SmallVector<AxisChoice> strategy(rule.numGroups * rank);
   SmallVector<Placements> operandNow;
   for (Value operand : op->getOperands())
@@ -183,8 +185,8 @@ void Propagator::place(Operation *op) {
         if (!even && (factor.requiresEven || factorSplit[f] > 1))
           continue;
         bool used = false, twice = false;
-        for (auto &dims : llvm::concat<SmallVector<int64_t>>(rule.operandDims,
-                                                             rule.resultDims)) {
+        for (auto &dims : llvm::concat<const SmallVector<int64_t>>(
+                 rule.operandDims, rule.resultDims)) {
           unsigned count = llvm::count(dims, static_cast<int64_t>(f));
           used |= count > 0;
           twice |= count > 1;
@@ -384,7 +386,7 @@ LogicalResult Propagator::run() {
   return success();
 }
 
-LogicalResult propagateFunction(func::FuncOp func) {
+LogicalResult propagateFunction(func::FuncOp func, ShardingRuleCache &rules) {
   if (func.isExternal())
     return success();
   auto specs = collectSpecs(func);
@@ -409,7 +411,7 @@ LogicalResult propagateFunction(func::FuncOp func) {
   if (!func.getBody().hasOneBlock())
     return func.emitError("spmd-propagate supports single-block functions");
   func->setAttr(kFuncMeshAttr, first.getMesh());
-  Propagator propagator(func, mesh);
+  Propagator propagator(func, mesh, rules);
   return propagator.run();
 }
 
@@ -423,9 +425,11 @@ struct SpmdPropagatePass
 
 } // namespace
 
-LogicalResult mlir::spmd::propagatePlacements(ModuleOp module) {
+LogicalResult mlir::spmd::propagatePlacements(ModuleOp module,
+                                              ShardingRuleCache *rules) {
+  ShardingRuleCache own;
   for (auto func : module.getOps<func::FuncOp>())
-    if (failed(propagateFunction(func)))
+    if (failed(propagateFunction(func, rules ? *rules : own)))
       return failure();
   return success();
 }

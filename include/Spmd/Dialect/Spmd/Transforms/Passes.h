@@ -3,6 +3,8 @@
 #ifndef SPMD_DIALECT_SPMD_TRANSFORMS_PASSES_H
 #define SPMD_DIALECT_SPMD_TRANSFORMS_PASSES_H
 
+#include "Spmd/Dialect/Spmd/Transforms/Placement.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -18,9 +20,13 @@ namespace mlir::spmd {
 
 /// The phases of spmd-distribute, one per pass; spmd-distribute runs them in
 /// order without a verifier run or a pass-manager round trip in between.
-/// Each reports its errors at the ops at fault.
-LogicalResult propagatePlacements(ModuleOp module);
-LogicalResult expandToLocal(ModuleOp module);
+/// Each reports its errors at the ops at fault. Given a rule cache, the first
+/// two share the sharding rules they compute (the ops must be unchanged in
+/// between).
+LogicalResult propagatePlacements(ModuleOp module,
+                                  ShardingRuleCache *rules = nullptr);
+LogicalResult expandToLocal(ModuleOp module,
+                            ShardingRuleCache *rules = nullptr);
 void dedupCollectives(Operation *root);
 
 #define GEN_PASS_REGISTRATION

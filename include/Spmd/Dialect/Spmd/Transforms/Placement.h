@@ -42,6 +42,13 @@ struct AxisChoice {
 /// sharded) when it has none.
 ShardingRule getRuleOrFallback(Operation *op);
 
+/// Rules by op, so spmd-propagate and spmd-expand (which need the same rules
+/// for the same ops) compute each once when run together.
+using ShardingRuleCache = DenseMap<Operation *, ShardingRule>;
+
+/// The rule of `op` from `cache`, computed and stored on first use.
+const ShardingRule &getCachedRule(ShardingRuleCache &cache, Operation *op);
+
 Placements getReplicated(MLIRContext *ctx, unsigned meshRank);
 
 /// What operand `operand` must hold on one axis under `choice`; null for
