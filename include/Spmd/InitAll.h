@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -28,13 +30,16 @@
 
 namespace mlir::spmd {
 
-/// The dialects of the programs spmd compiles, plus its own.
+/// The dialects of the programs spmd compiles, plus its own. `cf` is there
+/// for the `cf.assert` bounds checks torch-mlir emits; the func inliner
+/// extension lets `inline` fold the Python bridge's wrapper into one function.
 inline void registerAllDialects(DialectRegistry &registry) {
-  registry
-      .insert<SpmdDialect, arith::ArithDialect,
-              bufferization::BufferizationDialect, func::FuncDialect,
-              linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
-              memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect>();
+  registry.insert<SpmdDialect, arith::ArithDialect,
+                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
+                  func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
+                  math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+                  tensor::TensorDialect>();
+  func::registerInlinerExtension(registry);
   registerShardingRuleModels(registry);
   // What the CPU lowering bufferizes.
   arith::registerBufferizableOpInterfaceExternalModels(registry);

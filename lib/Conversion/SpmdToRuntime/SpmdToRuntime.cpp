@@ -23,6 +23,9 @@ using namespace mlir::spmd;
 
 namespace {
 
+/// Alignment of state globals (see lowerState for why not 64).
+constexpr int64_t kStateAlignment = 128;
+
 class RuntimeLowering {
 public:
   explicit RuntimeLowering(ModuleOp module)
@@ -386,11 +389,16 @@ LogicalResult RuntimeLowering::lowerState(StateOp state) {
   RankedTensorType type = state.getTensorType();
   auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
   b.setInsertionPoint(state);
+  // 128-byte aligned, not 64: one-shot bufferization turns a tensor
+  // constant into a `memref.get_global` of any global whose initial value
+  // and alignment match, without checking that the global is constant. A
+  // zero state at the constants' 64 would be read (and then written) as a
+  // zero tensor constant.
   auto global = memref::GlobalOp::create(
       b, state.getLoc(), state.getSymName(), b.getStringAttr("public"),
       memrefType,
       DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())),
-      /*constant=*/false, /*alignment=*/b.getI64IntegerAttr(64));
+      /*constant=*/false, /*alignment=*/b.getI64IntegerAttr(kStateAlignment));
   (void)global;
   SmallVector<Operation *> uses;
   module.walk([&](Operation *op) {

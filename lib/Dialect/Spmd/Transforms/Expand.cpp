@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::spmd {
 #define GEN_PASS_DEF_SPMDEXPANDPASS
@@ -465,6 +466,29 @@ LogicalResult Expander::expandOp(Operation *op) {
   if (strategy.size() != rule.numGroups * rank)
     return op->emitError("spmd-expand needs the placement spmd-propagate "
                          "records; run spmd-propagate first");
+  // Tensors a region reads from above (the `tensor.extract` of a gather in
+  // a linalg payload) are indexed globally: the op gets them whole.
+  if (op->getNumRegions() != 0) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    for (Value value : captured) {
+      RankedTensorType global = globalTypes.lookup(value);
+      if (!global)
+        continue;
+      auto it = placements.find(value);
+      Placements have =
+          it != placements.end() ? it->second : getReplicated(ctx, rank);
+      b.setInsertionPoint(op);
+      FailureOr<Value> whole = redistribute(
+          value, global, have, getReplicated(ctx, rank), op->getLoc());
+      if (failed(whole))
+        return failure();
+      if (*whole != value)
+        value.replaceUsesWithIf(*whole, [&](OpOperand &use) {
+          return op->isProperAncestor(use.getOwner());
+        });
+    }
+  }
   for (unsigned o = 0; o < op->getNumOperands(); ++o) {
     if (!isa<RankedTensorType>(op->getOperand(o).getType()))
       continue;

@@ -69,6 +69,7 @@ def Spmd_StateRole : I32EnumAttr<"StateRole", "state role", [
   I32EnumAttrCase<"Param", 0, "param">,
   I32EnumAttrCase<"Buffer", 1, "buffer">,
   I32EnumAttrCase<"OptimizerState", 2, "optimizer_state">,
+  I32EnumAttrCase<"Output", 3, "output">,
 ]> {
   let cppNamespace = "::mlir::spmd";
 }

@@ -594,7 +594,9 @@ def Spmd_StateOp : Spmd_Op<"state", [
     runtime binds the name to a buffer the caller owns or allocates one, so
     state stays in place between steps and checkpoints go by name. `type` is
     the global type; `spec` (default: replicated) says how the ranks hold
-    it, and expansion gives sharded state its local type.
+    it, and expansion gives sharded state its local type. Role `output`
+    marks a value the step hands back to its host through the registry (the
+    Python bridge's loss), rather than a tensor of the model.
 
     ```mlir
     spmd.mesh @dp(shape = 4)

@@ -1,0 +1,31 @@
+"""spmd: compile a PyTorch train step into one SPMD program.
+
+    import spmd
+
+    @spmd.compile()
+    def train_step(model, opt, x, y):
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    loss = train_step(model, opt, x_local, y_local)  # mpirun -np N python3 ...
+
+The first call traces forward and backward (make_fx), captures the optimizer
+as one `spmd.sgd` / `spmd.adam` op per parameter group, imports the graph
+through torch-mlir, distributes it with spmd-opt over the MPI ranks, compiles
+it and caches the result; later calls with the same shapes run it.
+"""
+
+from .api import DataParallel, Override, compile, run_passes
+from .placement import Placement, Replicate, Shard, override_placement
+from ._decompositions import UnsupportedError
+from ._toolchain import CompileError
+from ._runtime import rank, world_size
+
+__all__ = [
+    "compile", "Override", "DataParallel", "run_passes", "Placement",
+    "Replicate", "Shard", "override_placement", "UnsupportedError",
+    "CompileError", "rank", "world_size",
+]

@@ -1,0 +1,65 @@
+"""The decompositions make_fx applies while tracing.
+
+torch-mlir's own table (core ATen plus what its importer needs), with two
+backward ops replaced: PyTorch decomposes `nll_loss_backward` into a scatter
+and `embedding_dense_backward` into an accumulating `index_put`, which
+torch-mlir lowers to `tm_tensor.scatter`, outside linalg. Both are rewritten
+here as one-hot formulations that stay in linalg (elementwise compares and a
+matmul) and distribute like any other linalg op.
+"""
+
+import torch
+from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+aten = torch.ops.aten
+
+
+class UnsupportedError(RuntimeError):
+    """A construct the bridge cannot compile; the message names it."""
+
+
+def _nll_loss_backward(grad_output, self, target, weight, reduction,
+                       ignore_index, total_weight):
+    # torch/_decomp/decompositions.py order: scale, one-hot -1, weight,
+    # ignore mask, times the incoming gradient.
+    channel_dim = 0 if self.dim() < 2 else 1
+    if reduction == 1:  # mean
+        grad_output = grad_output / total_weight
+    target = target.unsqueeze(channel_dim)
+    classes = torch.arange(self.shape[channel_dim], device=self.device)
+    if channel_dim == 1:
+        classes = classes.unsqueeze(0)
+    grad_input = torch.where(target == classes,
+                             torch.full((), -1.0, dtype=self.dtype),
+                             torch.zeros((), dtype=self.dtype))
+    if weight is not None:
+        shape = [1] * self.dim()
+        shape[channel_dim] = weight.shape[0]
+        grad_input = grad_input * weight.reshape(shape)
+    if grad_output.dim() > 0 and self.dim() >= 2:
+        grad_output = grad_output.unsqueeze(channel_dim)
+    grad_input = torch.where(target != ignore_index, grad_input,
+                             torch.zeros((), dtype=self.dtype))
+    return grad_input * grad_output
+
+
+def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+                              scale_grad_by_freq):
+    if scale_grad_by_freq:
+        raise UnsupportedError(
+            "nn.Embedding(scale_grad_by_freq=True) is not supported")
+    dim = grad_output.shape[-1]
+    flat = indices.reshape(-1, 1)
+    rows = torch.arange(num_weights, device=indices.device).unsqueeze(0)
+    hit = flat == rows
+    if padding_idx >= 0:
+        hit = torch.logical_and(hit, flat != padding_idx)
+    one_hot = hit.to(grad_output.dtype)
+    return torch.mm(one_hot.t(), grad_output.reshape(-1, dim))
+
+
+def decomposition_table():
+    table = dict(get_decomposition_table())
+    table[aten.nll_loss_backward.default] = _nll_loss_backward
+    table[aten.embedding_dense_backward.default] = _embedding_dense_backward
+    return table

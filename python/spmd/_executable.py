@@ -1,0 +1,111 @@
+"""A compiled step loaded into the process, its state bound to the model.
+
+After loading, every parameter's `.data`, and every optimizer state tensor
+in `optimizer.state`, is a view of the program's own buffer for that name:
+the program updates them in place, so `model.state_dict()` and
+`optimizer.state_dict()` always show the current values.
+"""
+
+import ctypes
+
+import torch
+
+from . import _runtime
+from ._program import DTYPE_CODE, ENTRY, Program
+from ._trace import Traced
+
+
+class Executable:
+    def __init__(self, library, traced: Traced, program: Program):
+        self.traced = traced
+        self.program = program
+        self.lib = ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+        self.entry = getattr(self.lib, ENTRY)
+        self.entry.restype = None
+        nargs = sum(3 + 2 * len(i.local_shape) for i in traced.inputs)
+        self.entry.argtypes = [ctypes.c_int64] * nargs
+        self.lib.spmd_register_state()
+        self.views = {}
+        for s in program.states:
+            self.views[s.name] = _runtime.bind(s.name, s.shape, s.dtype,
+                                               DTYPE_CODE[s.dtype])
+        self._adopt_state()
+
+    def _adopt_state(self):
+        """Copies the current values in, then points the model and the
+        optimizer at the program's buffers."""
+        model, opt = self.traced.model, self.traced.optimizer
+        params = dict(model.named_parameters())
+        buffers = dict(model.named_buffers())
+        with torch.no_grad():
+            for n in self.traced.param_names:
+                self.views[n].copy_(params[n].data)
+                params[n].data = self.views[n]
+            for n in self.traced.buffer_names:
+                self.views[n].copy_(buffers[n])
+                _set_buffer(model, n, self.views[n])
+            for kind, names, gi in self.program.groups:
+                for n in names:
+                    st = opt.state[params[n]] if params[n] in opt.state else {}
+                    if kind == "sgd":
+                        self._adopt_sgd(st, n, gi, names)
+                    else:
+                        self._adopt_adam(st, n)
+
+    def _adopt_sgd(self, st, n, gi, names):
+        key = f"{n}.momentum_buffer"
+        if key not in self.views:
+            return
+        buf = st.get("momentum_buffer")
+        if buf is not None:
+            self.views[key].copy_(buf)
+        else:
+            self.views[key].zero_()
+        step = self.views[f"optimizer.param_groups.{gi}.step"]
+        # torch's "buffer is None" test: the group's first step.
+        step.fill_(0.0 if buf is None else 1.0)
+
+    def _adopt_adam(self, st, n):
+        for suffix in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+            key = f"{n}.{suffix}"
+            if key in self.views:
+                if suffix in st:
+                    self.views[key].copy_(st[suffix])
+                else:
+                    self.views[key].zero_()
+        self.views[f"{n}.step"].fill_(float(st["step"]) if "step" in st
+                                      else 0.0)
+
+    def _publish_optimizer_state(self):
+        opt = self.traced.optimizer
+        params = dict(self.traced.model.named_parameters())
+        for kind, names, gi in self.program.groups:
+            for n in names:
+                st = opt.state[params[n]]
+                if kind == "sgd":
+                    if f"{n}.momentum_buffer" in self.views:
+                        st["momentum_buffer"] = self.views[
+                            f"{n}.momentum_buffer"]
+                else:
+                    st["step"] = self.views[f"{n}.step"]
+                    for suffix in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+                        if f"{n}.{suffix}" in self.views:
+                            st[suffix] = self.views[f"{n}.{suffix}"]
+
+    def __call__(self, tensors):
+        args, keep = [], []
+        for info, t in zip(self.traced.inputs, tensors):
+            t = t.detach().contiguous()
+            keep.append(t)
+            ptr = t.data_ptr()
+            args += [ptr, ptr, 0, *t.shape, *t.stride()]
+        self.entry(*args)
+        if self.traced.optimizer is not None:
+            self._publish_optimizer_state()
+        return [self.views[n].clone() for n in self.program.outputs]
+
+
+def _set_buffer(model, fqn, tensor):
+    owner_name, _, leaf = fqn.rpartition(".")
+    owner = model.get_submodule(owner_name) if owner_name else model
+    owner._buffers[leaf] = tensor

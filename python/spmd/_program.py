@@ -1,0 +1,267 @@
+"""The global spmd module of a traced step.
+
+Around the function torch-mlir imported (forward and backward), the bridge
+writes what torch-mlir does not know: a mesh over the ranks, one
+`spmd.state` per parameter, buffer, optimizer state and returned value
+(named by PyTorch FQN), the inputs' specs, and the optimizer as one
+`spmd.sgd` / `spmd.adam` op per parameter group:
+
+    func.func @train_step(%in0: tensor<64x8xf32> {spmd.spec = ...}, ...) {
+      %p0 = spmd.load @"fc.weight" ...
+      %r:3 = func.call @forward_backward(%p0, ..., %in0, ...)
+      %u:2 = spmd.sgd params [%p0] grads [%r#1] ...
+      spmd.store %u#0 to @"fc.weight" ...
+      spmd.store %r#0 to @"output.0" ...
+      return
+    }
+
+`spmd-opt --inline` then folds the call, and `--spmd-distribute` makes it the
+per-rank program.
+"""
+
+from dataclasses import dataclass, field
+from typing import List
+
+import torch
+
+from ._decompositions import UnsupportedError
+from ._trace import Traced
+from .placement import Shard
+
+_ELEMENT = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64",
+            torch.int32: "i32", torch.bool: "i1"}
+# SpmdDType codes of the runtime.
+DTYPE_CODE = {torch.float32: 0, torch.float64: 1, torch.int32: 2,
+              torch.int64: 3}
+
+ENTRY = "train_step"
+CALLEE = "forward_backward"
+
+
+def tensor_type(shape, dtype) -> str:
+    dims = "".join(f"{d}x" for d in shape)
+    return f"tensor<{dims}{_ELEMENT[dtype]}>"
+
+
+@dataclass
+class StateInfo:
+    name: str
+    shape: tuple
+    dtype: torch.dtype
+    role: str
+
+
+@dataclass
+class Program:
+    """The module text and what the host binds by name after loading it."""
+    text: str
+    states: List[StateInfo] = field(default_factory=list)
+    outputs: List[str] = field(default_factory=list)
+    # Per optimizer group: ("sgd"|"adam", [param FQNs], group index).
+    groups: list = field(default_factory=list)
+
+
+def _f64(x) -> str:
+    return f"{float(x):.17e} : f64"
+
+
+class _Writer:
+    def __init__(self):
+        self.lines = []
+        self.count = 0
+
+    def fresh(self, prefix="v"):
+        self.count += 1
+        return f"%{prefix}{self.count}"
+
+    def emit(self, line):
+        self.lines.append("    " + line)
+
+
+def build(traced: Traced, imported: str, world: int) -> Program:
+    program = Program("")
+    graph_out = [n for n in traced.graph.graph.nodes if n.op == "output"][0]
+    out_vals = [a.meta["val"] for a in graph_out.args[0]]
+    placeholders = [n for n in traced.graph.graph.nodes
+                    if n.op == "placeholder"]
+    arg_types = [tensor_type(n.meta["val"].shape, n.meta["val"].dtype)
+                 for n in placeholders]
+    res_types = [tensor_type(v.shape, v.dtype) for v in out_vals]
+
+    params = dict(traced.model.named_parameters())
+    buffers = dict(traced.model.named_buffers())
+    decls = ["  spmd.mesh @world(shape = %d)" % world]
+
+    def state(name, shape, dtype, role):
+        program.states.append(StateInfo(name, tuple(shape), dtype, role))
+        decls.append(f'  spmd.state @"{name}" : {tensor_type(shape, dtype)}'
+                     f" role = {role}")
+
+    for n in traced.param_names:
+        state(n, params[n].shape, params[n].dtype, "param")
+    for n in traced.buffer_names:
+        state(n, buffers[n].shape, buffers[n].dtype, "buffer")
+
+    w = _Writer()
+    args = []
+    for i, info in enumerate(traced.inputs):
+        spec = (f"shard<{info.placement.dim}>"
+                if isinstance(info.placement, Shard) else "replicate")
+        args.append(f"%in{i}: {tensor_type(info.global_shape, info.dtype)} "
+                    f"{{spmd.spec = #spmd.spec<@world, [{spec}]>}}")
+    values = {}
+    for n in traced.param_names + traced.buffer_names:
+        t = params.get(n, buffers.get(n))
+        v = w.fresh("s")
+        w.emit(f'{v} = spmd.load @"{n}" : {tensor_type(t.shape, t.dtype)}')
+        values[n] = v
+    operands = [values[n] for n in traced.param_names + traced.buffer_names]
+    operands += [f"%in{i}" for i in range(len(traced.inputs))]
+    nres = len(res_types)
+    results = []
+    if nres:
+        r = w.fresh("r")
+        w.emit(f"{r}{':%d' % nres if nres > 1 else ''} = func.call "
+               f"@{CALLEE}({', '.join(operands)}) : "
+               f"({', '.join(arg_types)}) -> ({', '.join(res_types)})")
+        results = [f"{r}#{i}" if nres > 1 else r for i in range(nres)]
+    grads = dict(zip(traced.grad_names, results[traced.num_outputs:]))
+
+    if traced.optimizer is not None:
+        for gi, group in enumerate(traced.optimizer.param_groups):
+            names = [traced.param_names[traced.param_names.index(n)]
+                     for n in _group_names(traced, group) if n in grads]
+            if names:
+                _optimizer_group(w, traced.optimizer, group, gi, names,
+                                 params, values, grads, state, program)
+
+    for i in range(traced.num_outputs):
+        v = out_vals[i]
+        name = f"output.{i}"
+        state(name, v.shape, v.dtype, "output")
+        program.outputs.append(name)
+        w.emit(f'spmd.store {results[i]} to @"{name}" : '
+               f"{tensor_type(v.shape, v.dtype)}")
+    w.emit("return")
+
+    body = "\n".join(decls) + "\n" + (
+        f"  func.func @{ENTRY}({', '.join(args)}) {{\n"
+        + "\n".join(w.lines) + "\n  }\n")
+    callee = imported.replace(f"func.func @{CALLEE}(",
+                              f"func.func private @{CALLEE}(", 1)
+    if callee == imported:
+        raise UnsupportedError("spmd.compile: the imported module has no "
+                               f"function @{CALLEE}")
+    head, brace, rest = callee.partition("module {")
+    if not brace:
+        raise UnsupportedError("spmd.compile: unexpected torch-mlir output")
+    program.text = head + "module {\n" + body + rest
+    return program
+
+
+def _group_names(traced, group):
+    name_of = {id(p): n for n, p in traced.model.named_parameters()}
+    return [name_of[id(p)] for p in group["params"]]
+
+
+def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
+                     state, program):
+    types = [tensor_type(params[n].shape, params[n].dtype) for n in names]
+    for n in names:
+        if params[n].dtype != torch.float32:
+            raise UnsupportedError(
+                f"spmd.compile: optimizers update float32 parameters; {n} is "
+                f"{params[n].dtype}")
+    p_list = ", ".join(values[n] for n in names)
+    g_list = ", ".join(grads[n] for n in names)
+
+    def load_states(suffix):
+        out = []
+        for n, t in zip(names, types):
+            state(f"{n}.{suffix}", params[n].shape, params[n].dtype,
+                  "optimizer_state")
+            v = w.fresh("o")
+            w.emit(f'{v} = spmd.load @"{n}.{suffix}" : {t}')
+            out.append(v)
+        return out
+
+    def store(result, name, t):
+        w.emit(f'spmd.store {result} to @"{name}" : {t}')
+
+    kind = type(optimizer).__name__
+    if isinstance(optimizer, torch.optim.SGD):
+        attrs = [f"lr = {_f64(group['lr'])}"]
+        momentum = float(group.get("momentum", 0.0))
+        for key in ("momentum", "dampening", "weight_decay"):
+            if float(group.get(key, 0.0)) != 0.0:
+                attrs.append(f"{key} = {_f64(group[key])}")
+        for key in ("nesterov", "maximize"):
+            if group.get(key, False):
+                attrs.append(key)
+        operands = f"params [{p_list}] grads [{g_list}]"
+        step_name = f"optimizer.param_groups.{gi}.step"
+        if momentum != 0.0:
+            bufs = load_states("momentum_buffer")
+            state(step_name, (), torch.float32, "optimizer_state")
+            s = w.fresh("o")
+            w.emit(f'{s} = spmd.load @"{step_name}" : tensor<f32>')
+            operands += f" momentum_buffers [{', '.join(bufs)}] step {s}"
+        count = len(names) * (2 if momentum != 0.0 else 1) + (
+            1 if momentum != 0.0 else 0)
+        u = w.fresh("u")
+        w.emit(f"{u}:{count} = spmd.sgd {operands} {{{', '.join(attrs)}}} : "
+               f"{', '.join(types)}")
+        k = len(names)
+        for i, (n, t) in enumerate(zip(names, types)):
+            store(f"{u}#{i}", n, t)
+            if momentum != 0.0:
+                store(f"{u}#{k + i}", f"{n}.momentum_buffer", t)
+        if momentum != 0.0:
+            store(f"{u}#{2 * k}", step_name, "tensor<f32>")
+        program.groups.append(("sgd", names, gi))
+    elif isinstance(optimizer, torch.optim.Adam) or isinstance(
+            optimizer, torch.optim.AdamW):
+        decoupled = group.get("decoupled_weight_decay",
+                              isinstance(optimizer, torch.optim.AdamW))
+        beta1, beta2 = group["betas"]
+        attrs = [f"lr = {_f64(group['lr'])}", f"beta1 = {_f64(beta1)}",
+                 f"beta2 = {_f64(beta2)}", f"eps = {_f64(group['eps'])}",
+                 f"weight_decay = {_f64(group['weight_decay'])}"]
+        amsgrad = bool(group.get("amsgrad", False))
+        for key, on in (("amsgrad", amsgrad),
+                        ("maximize", group.get("maximize", False)),
+                        ("decoupled_weight_decay", decoupled)):
+            if on:
+                attrs.append(key)
+        m = load_states("exp_avg")
+        v = load_states("exp_avg_sq")
+        operands = (f"params [{p_list}] grads [{g_list}] exp_avgs "
+                    f"[{', '.join(m)}] exp_avg_sqs [{', '.join(v)}]")
+        if amsgrad:
+            vm = load_states("max_exp_avg_sq")
+            operands += f" max_exp_avg_sqs [{', '.join(vm)}]"
+        steps = []
+        for n in names:
+            state(f"{n}.step", (), torch.float32, "optimizer_state")
+            s = w.fresh("o")
+            w.emit(f'{s} = spmd.load @"{n}.step" : tensor<f32>')
+            steps.append(s)
+        operands += f" steps [{', '.join(steps)}]"
+        k = len(names)
+        count = k * (5 if amsgrad else 4)
+        u = w.fresh("u")
+        w.emit(f"{u}:{count} = spmd.adam {operands} {{{', '.join(attrs)}}} : "
+               f"{', '.join(types)}")
+        suffixes = ["", "exp_avg", "exp_avg_sq"] + (
+            ["max_exp_avg_sq"] if amsgrad else [])
+        for j, suffix in enumerate(suffixes):
+            for i, (n, t) in enumerate(zip(names, types)):
+                store(f"{u}#{j * k + i}", f"{n}.{suffix}" if suffix else n, t)
+        base = len(suffixes) * k
+        for i, n in enumerate(names):
+            store(f"{u}#{base + i}", f"{n}.step", "tensor<f32>")
+        program.groups.append(("adam", names, gi))
+    else:
+        raise UnsupportedError(
+            f"spmd.compile: optimizer {kind} is not supported (supported: "
+            "torch.optim.SGD, Adam, AdamW)")

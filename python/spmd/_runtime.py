@@ -1,0 +1,66 @@
+"""The spmd runtime from Python: MPI bootstrap and the state registry.
+
+libSpmdRuntime is loaded with RTLD_GLOBAL (Open MPI's plugins resolve MPI
+symbols globally) and initialized once; MPI is finalized at exit so mpirun
+sees every rank end cleanly.
+"""
+
+import atexit
+import ctypes
+import math
+
+import torch
+
+from ._toolchain import runtime_library
+
+_lib = None
+
+
+def runtime():
+    global _lib
+    if _lib is not None:
+        return _lib
+    lib = ctypes.CDLL(str(runtime_library()), mode=ctypes.RTLD_GLOBAL)
+    lib.spmdIsInitialized.restype = ctypes.c_int32
+    lib.spmdWorldRank.restype = ctypes.c_int32
+    lib.spmdWorldSize.restype = ctypes.c_int32
+    lib.spmdStateBind.restype = ctypes.c_int64
+    lib.spmdStateBind.argtypes = [ctypes.c_char_p, ctypes.c_int64,
+                                  ctypes.c_int32]
+    lib.spmdAllReduce.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] * 2 \
+        + [ctypes.c_int64] * 2
+    if not lib.spmdIsInitialized():
+        lib.spmdInit()
+    atexit.register(lib.spmdFinalize)
+    _lib = lib
+    return lib
+
+
+def rank() -> int:
+    return runtime().spmdWorldRank()
+
+
+def world_size() -> int:
+    return runtime().spmdWorldSize()
+
+
+def all_ranks_max(value: int) -> int:
+    """The largest of every rank's `value` (a status flag exchange)."""
+    lib = runtime()
+    buf = ctypes.c_int32(value)
+    out = ctypes.c_int32(0)
+    lib.spmdAllReduce(ctypes.addressof(buf), ctypes.addressof(out), 1, 2, 2,
+                      world_size(), 1)
+    return out.value
+
+
+def bind(name: str, shape, dtype: torch.dtype, code: int) -> torch.Tensor:
+    """A tensor over the buffer the compiled program holds for state
+    `name` (no copy: writes go to the program's memory)."""
+    count = math.prod(shape)
+    nbytes = count * torch.tensor([], dtype=dtype).element_size()
+    address = runtime().spmdStateBind(name.encode(), nbytes, code)
+    if count == 0:
+        return torch.empty(shape, dtype=dtype)
+    raw = (ctypes.c_char * nbytes).from_address(address)
+    return torch.frombuffer(raw, dtype=dtype, count=count).view(shape)

@@ -1,0 +1,119 @@
+"""Finds the spmd build and turns MLIR text into a loadable shared library.
+
+The pipeline is the command-line one (`spmd-opt`, `mlir-translate`, `llc`,
+the C compiler), so what the bridge compiles is exactly what a user can
+reproduce by hand: every intermediate file stays in the work directory that
+errors name.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+LLVM_PREFIX = Path(os.environ.get("SPMD_LLVM_PREFIX", "/usr/lib/llvm-22"))
+
+
+class CompileError(RuntimeError):
+    """A step of the compilation failed; the message says which and why."""
+
+
+def source_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def build_dir() -> Path:
+    """`$SPMD_BUILD`, else the `build` folder of the checkout this package
+    lives in (where scripts/setup.sh builds)."""
+    build = Path(os.environ.get("SPMD_BUILD", source_root() / "build"))
+    if not (build / "bin" / "spmd-opt").exists():
+        raise CompileError(
+            f"spmd-opt not found under {build}/bin: build the project first "
+            "(bash scripts/setup.sh) or point SPMD_BUILD at a build folder")
+    return build
+
+
+def _cmake_cache(build: Path, key: str) -> str:
+    for line in (build / "CMakeCache.txt").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return line.split("=", 1)[1]
+    raise CompileError(f"{key} missing from {build}/CMakeCache.txt")
+
+
+def runtime_library() -> Path:
+    return build_dir() / "lib" / "libSpmdRuntime.so"
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache"))
+    path = Path(os.environ.get("SPMD_COMPILE_CACHE",
+                               Path(base) / "spmd" / "compiled"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _run(cmd, what, work: Path, stdin=None):
+    proc = subprocess.run([str(c) for c in cmd], input=stdin,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError(
+            f"{what} failed (exit {proc.returncode}; files in {work}):\n"
+            f"$ {' '.join(str(c) for c in cmd)}\n{proc.stderr.strip()}")
+    return proc.stdout
+
+
+def _host_triple() -> str:
+    return subprocess.check_output([LLVM_PREFIX / "bin" / "llvm-config",
+                                    "--host-target"], text=True).strip()
+
+
+def library_path(text: str, passes: str) -> Path:
+    """Where the library compiled from `text` with `passes` is cached."""
+    key = hashlib.sha256()
+    key.update(text.encode())
+    key.update(passes.encode())
+    for tool in ("spmd-opt", "../lib/libSpmdRuntime.so"):
+        key.update(str((build_dir() / "bin" / tool).stat().st_mtime_ns).encode())
+    return cache_dir() / f"step-{key.hexdigest()[:24]}.so"
+
+
+def compile_module(text: str, passes: str, keep: bool = False) -> Path:
+    """Compiles a global spmd module to a shared library and returns its
+    path. `passes` is the spmd-opt pipeline up to the local program. The
+    result is cached by the hash of the input and the toolchain, so every
+    rank (and every later run) of the same program shares one build."""
+    build = build_dir()
+    spmd_opt = build / "bin" / "spmd-opt"
+    library = library_path(text, passes)
+    if library.exists():
+        return library
+
+    work = Path(tempfile.mkdtemp(prefix="spmd-compile-"))
+    (work / "global.mlir").write_text(text)
+    _run([spmd_opt, work / "global.mlir", f"--pass-pipeline={passes}",
+          "--mlir-print-debuginfo",
+          "-o", work / "local.mlir"], "spmd-opt (distribution)", work)
+    _run([spmd_opt, work / "local.mlir", "--spmd-lower-to-cpu",
+          "-o", work / "llvm.mlir"], "spmd-opt --spmd-lower-to-cpu", work)
+    _run([LLVM_PREFIX / "bin" / "mlir-translate", "--mlir-to-llvmir",
+          work / "llvm.mlir", "-o", work / "step.ll"], "mlir-translate", work)
+    _run([LLVM_PREFIX / "bin" / "llc", "-O2", f"-mtriple={_host_triple()}",
+          "--relocation-model=pic", "-filetype=obj", work / "step.ll",
+          "-o", work / "step.o"], "llc", work)
+    blas = _cmake_cache(build, "SPMD_BLAS_LIBRARY")
+    cc = os.environ.get("CC", shutil.which("cc") or "gcc")
+    mlir_lib = LLVM_PREFIX / "lib"
+    _run([cc, "-shared", "-o", work / "step.so", work / "step.o",
+          f"-L{build / 'lib'}", "-lSpmdRuntime", blas,
+          f"-L{mlir_lib}", "-lmlir_c_runner_utils",
+          f"-Wl,-rpath,{build / 'lib'}:{mlir_lib}:{Path(blas).parent}"],
+         "link", work)
+    # Atomic publish: ranks compiling the same program race harmlessly.
+    tmp = library.with_suffix(f".{os.getpid()}.tmp")
+    shutil.copyfile(work / "step.so", tmp)
+    os.replace(tmp, library)
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return library

@@ -1,0 +1,252 @@
+"""Traces a train step into one FX graph: forward and backward, with the
+optimizer captured instead of traced.
+
+`make_fx` runs the user's step once on fake tensors of the global shapes,
+with the model reparametrized by graph inputs (its parameters and buffers)
+and the optimizer's `step()` replaced by a capture of the gradients at that
+moment. The graph's inputs are the parameters, the buffers and the step's
+tensor arguments; its outputs are the step's returned tensors, then one
+gradient per optimized parameter that has one.
+"""
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.nn.utils import stateless
+from torch.utils import _pytree as pytree
+
+from ._decompositions import UnsupportedError, decomposition_table
+from .placement import Placement, Replicate, Shard
+
+# Element types the compiled program and the runtime handle.
+SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32,
+                    torch.bool}
+
+
+@dataclass
+class InputInfo:
+    position: int                  # index among the flattened step arguments
+    local_shape: tuple
+    global_shape: tuple
+    dtype: torch.dtype
+    placement: Placement
+
+
+@dataclass
+class Traced:
+    graph: torch.fx.GraphModule
+    model: torch.nn.Module
+    optimizer: Optional[torch.optim.Optimizer]
+    param_names: List[str]
+    buffer_names: List[str]
+    inputs: List[InputInfo]
+    num_outputs: int
+    output_spec: Any
+    # FQNs of the parameters whose gradients follow the outputs, in order.
+    grad_names: List[str] = field(default_factory=list)
+
+
+_OWN_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
+
+
+def user_frame(stack_trace: Optional[str]) -> Optional[str]:
+    """`file:line: code` of the innermost frame outside torch and spmd."""
+    if not stack_trace:
+        return None
+    frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)',
+                        stack_trace)
+    for path, line, code in reversed(frames):
+        if not path.startswith(_OWN_DIRS) and not path.startswith("<"):
+            return f"{path}:{line}: {code.strip()}"
+    return None
+
+
+def _find_model_and_optimizer(leaves):
+    modules = [x for x in leaves if isinstance(x, torch.nn.Module)]
+    optimizers = [x for x in leaves if isinstance(x, torch.optim.Optimizer)]
+    if len(modules) != 1:
+        raise UnsupportedError(
+            f"spmd.compile: the step must take exactly one torch.nn.Module "
+            f"argument (found {len(modules)})")
+    if len(optimizers) > 1:
+        raise UnsupportedError(
+            "spmd.compile: the step takes more than one optimizer")
+    return modules[0], (optimizers[0] if optimizers else None)
+
+
+class _OptimizerCapture:
+    """During tracing: the optimizer's groups hold the traced parameters, and
+    `step()` records their gradients instead of updating anything."""
+
+    def __init__(self, optimizer, traced_by_id):
+        self.optimizer = optimizer
+        self.traced_by_id = traced_by_id
+        self.grads = None
+
+    def _step(self, closure=None):
+        if closure is not None:
+            raise UnsupportedError(
+                "spmd.compile: optimizer.step(closure) is not supported")
+        if self.grads is not None:
+            raise UnsupportedError(
+                "spmd.compile: optimizer.step() is called more than once in "
+                "one train step")
+        self.grads = [[p.grad for p in group["params"]]
+                      for group in self.optimizer.param_groups]
+
+    def __enter__(self):
+        if self.optimizer is None:
+            return self
+        self.saved = [group["params"] for group in self.optimizer.param_groups]
+        for group in self.optimizer.param_groups:
+            group["params"] = [self.traced_by_id[id(p)]
+                               for p in group["params"]]
+        self.optimizer.step = self._step
+        return self
+
+    def __exit__(self, *exc):
+        if self.optimizer is None:
+            return False
+        for group, params in zip(self.optimizer.param_groups, self.saved):
+            group["params"] = params
+        del self.optimizer.step
+        return False
+
+
+def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    model, optimizer = _find_model_and_optimizer(leaves)
+
+    named_params = dict(model.named_parameters())
+    named_buffers = dict(model.named_buffers())
+    name_of = {id(p): n for n, p in named_params.items()}
+    if optimizer is not None:
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if id(p) not in name_of:
+                    raise UnsupportedError(
+                        "spmd.compile: the optimizer updates a tensor that is "
+                        "not a parameter of the model")
+
+    inputs = []
+    for i, leaf in enumerate(leaves):
+        if not isinstance(leaf, torch.Tensor):
+            continue
+        placement = getattr(leaf, "_spmd_placement", default)
+        shape = tuple(leaf.shape)
+        if leaf.dtype not in SUPPORTED_DTYPES:
+            raise UnsupportedError(
+                f"spmd.compile: input {len(inputs)} has dtype {leaf.dtype}; "
+                f"supported: float32, float64, int64, int32, bool")
+        if isinstance(placement, Shard):
+            if placement.dim >= len(shape):
+                raise UnsupportedError(
+                    f"spmd.compile: input {len(inputs)} of shape "
+                    f"{list(shape)} cannot be Shard({placement.dim})")
+            glob = list(shape)
+            glob[placement.dim] *= world
+            glob = tuple(glob)
+        else:
+            glob = shape
+        inputs.append(InputInfo(i, shape, glob, leaf.dtype, placement))
+
+    for name, t in list(named_params.items()) + list(named_buffers.items()):
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise UnsupportedError(
+                f"spmd.compile: {name} has dtype {t.dtype}; supported: "
+                "float32, float64, int64, int32, bool")
+
+    param_names = list(named_params)
+    buffer_names = list(named_buffers)
+    result = {}
+
+    def step(params, buffers, tensors):
+        flat = list(leaves)
+        for info, t in zip(inputs, tensors):
+            flat[info.position] = t
+        call_args, call_kwargs = pytree.tree_unflatten(flat, spec)
+        mapping = dict(zip(param_names, params))
+        mapping.update(zip(buffer_names, buffers))
+        traced_by_id = {id(named_params[n]): t
+                        for n, t in zip(param_names, params)}
+        capture = _OptimizerCapture(optimizer, traced_by_id)
+        with stateless._reparametrize_module(model, mapping), capture:
+            out = fn(*call_args, **call_kwargs)
+        out_leaves, out_spec = pytree.tree_flatten(out)
+        if not all(isinstance(o, torch.Tensor) for o in out_leaves):
+            raise UnsupportedError(
+                "spmd.compile: the step may only return tensors (or nested "
+                "tuples/lists/dicts of them)")
+        result["num_outputs"] = len(out_leaves)
+        result["output_spec"] = out_spec
+        grads, grad_names = [], []
+        if optimizer is not None:
+            if capture.grads is None:
+                raise UnsupportedError(
+                    "spmd.compile: the step takes an optimizer but never "
+                    "calls its step()")
+            for group, group_grads in zip(optimizer.param_groups,
+                                          capture.grads):
+                for p, g in zip(group["params"], group_grads):
+                    if g is not None:
+                        grads.append(g)
+                        grad_names.append(name_of[id(p)])
+        result["grad_names"] = grad_names
+        return (*[o.detach() for o in out_leaves], *grads)
+
+    def fake_input(info):
+        if info.dtype.is_floating_point:
+            return torch.empty(info.global_shape, dtype=info.dtype)
+        return torch.zeros(info.global_shape, dtype=info.dtype)
+
+    params = [named_params[n].detach().clone().requires_grad_(
+        named_params[n].requires_grad) for n in param_names]
+    buffers = [named_buffers[n].detach().clone() for n in buffer_names]
+    with torch.enable_grad():
+        graph = make_fx(step, decomposition_table=decomposition_table(),
+                        tracing_mode="fake", record_stack_traces=True)(
+            params, buffers, [fake_input(i) for i in inputs])
+    _check_graph(graph)
+    return Traced(graph, model, optimizer, param_names, buffer_names, inputs,
+                  result["num_outputs"], result["output_spec"],
+                  result["grad_names"])
+
+
+def _check_graph(graph: torch.fx.GraphModule):
+    """Every value the graph computes has an element type spmd handles, and
+    no op mutates a graph input (buffers updated in place, e.g. BatchNorm's
+    running statistics in training mode, are not supported)."""
+    for node in graph.graph.nodes:
+        if node.op != "call_function":
+            continue
+        val = node.meta.get("val")
+        vals = val if isinstance(val, (list, tuple)) else [val]
+        for v in vals:
+            if isinstance(v, torch.Tensor) and v.dtype not in SUPPORTED_DTYPES:
+                where = user_frame(node.meta.get("stack_trace"))
+                raise UnsupportedError(
+                    f"spmd.compile: {node.target} computes a {v.dtype} "
+                    f"tensor, which spmd does not support"
+                    + (f"\n  at {where}" if where else ""))
+        schema = getattr(node.target, "_schema", None)
+        if schema is not None and schema.is_mutable and any(
+                _written(node, i, a).op == "placeholder"
+                for i, a in enumerate(schema.arguments)
+                if a.alias_info is not None and a.alias_info.is_write
+                and isinstance(_written(node, i, a), torch.fx.Node)):
+            where = user_frame(node.meta.get("stack_trace"))
+            raise UnsupportedError(
+                f"spmd.compile: {node.target} updates a tensor in place "
+                "(e.g. a buffer); in-place updates of model state are not "
+                "supported" + (f"\n  at {where}" if where else ""))
+
+
+def _written(node, index, argument):
+    if index < len(node.args):
+        return node.args[index]
+    return node.kwargs.get(argument.name)

@@ -1,0 +1,175 @@
+"""`spmd.compile` and its options (the API of torch.distributed._spmd)."""
+
+import functools
+import subprocess
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+import torch
+from torch.nn.utils._named_member_accessor import NamedMemberAccessor
+from torch.utils import _pytree as pytree
+
+from . import _importer, _program, _runtime, _toolchain, _trace
+from ._decompositions import UnsupportedError
+from ._executable import Executable
+from .placement import Placement, Shard
+
+
+class Override:
+    """Changes the model before tracing and the program before distribution.
+
+    `replacement(fqn, submodule)` returns the module to trace in place of
+    `submodule` (e.g. a traceable stand-in for a custom op); returning
+    `submodule` itself keeps it and visits its children. The swap is made
+    on the model itself, as in torch.distributed._spmd.
+
+    `transform(module)` receives the global program as MLIR text (the
+    imported forward/backward function, the state, the optimizer ops and the
+    input specs, before `--inline` and distribution) and returns the text to
+    compile; `spmd.run_passes(module, "canonicalize,cse")` applies spmd-opt
+    passes to it.
+    """
+
+    def replacement(self, fqn: str,
+                    submodule: torch.nn.Module) -> torch.nn.Module:
+        return submodule
+
+    def transform(self, module: str) -> str:
+        return module
+
+
+@dataclass(frozen=True)
+class DataParallel:
+    """The parallelism of a compiled step: every rank of the MPI job on one
+    mesh axis, tensor arguments laid out by `inputs` unless marked with
+    spmd.override_placement (parameters, buffers and optimizer state are
+    replicated; spmd-distribute decides everything in between)."""
+    inputs: Placement = Shard(0)
+
+
+def run_passes(module: str, pipeline: str) -> str:
+    """`module` after the spmd-opt pass pipeline `pipeline` (the contents of
+    builtin.module(...), e.g. "canonicalize,cse")."""
+    spmd_opt = _toolchain.build_dir() / "bin" / "spmd-opt"
+    proc = subprocess.run(
+        [str(spmd_opt), f"--pass-pipeline=builtin.module({pipeline})",
+         "--mlir-print-debuginfo"],
+        input=module, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise _toolchain.CompileError(
+            f"spmd-opt --pass-pipeline=builtin.module({pipeline}) failed:\n"
+            + proc.stderr.strip())
+    return proc.stdout
+
+
+def _apply_replacements(model, overrides):
+    accessor = NamedMemberAccessor(model)
+
+    def swap(prefix, module):
+        for override in overrides:
+            for name, child in list(module.named_children()):
+                fqn = f"{prefix}.{name}" if prefix else name
+                new = override.replacement(fqn, child)
+                if new is child:
+                    swap(fqn, child)
+                else:
+                    accessor.swap_submodule(fqn, new)
+    swap("", model)
+
+
+class CompiledStep:
+    def __init__(self, fn, module_override, passes, parallel):
+        self.fn = fn
+        self.overrides = list(module_override or [])
+        self.passes = passes
+        self.parallel = parallel or DataParallel()
+        self.cache = {}
+        self.replaced = set()
+        functools.update_wrapper(self, fn)
+
+    def _signature(self, leaves):
+        key = []
+        for leaf in leaves:
+            if isinstance(leaf, torch.Tensor):
+                key.append(("T", tuple(leaf.shape), leaf.dtype,
+                            getattr(leaf, "_spmd_placement", None)))
+            elif isinstance(leaf, (torch.nn.Module, torch.optim.Optimizer)):
+                key.append(("O", id(leaf)))
+            else:
+                key.append(("C", repr(leaf)))
+        return tuple(key)
+
+    def _compile(self, args, kwargs):
+        world = _runtime.world_size()
+        leaves, _ = pytree.tree_flatten((args, kwargs))
+        model = next((x for x in leaves if isinstance(x, torch.nn.Module)),
+                     None)
+        if model is not None and self.overrides and id(model) not in \
+                self.replaced:
+            _apply_replacements(model, self.overrides)
+            self.replaced.add(id(model))
+        traced = _trace.trace(self.fn, args, kwargs, world,
+                              self.parallel.inputs)
+        imported = _importer.import_graph(traced.graph, _program.CALLEE)
+        program = _program.build(traced, imported, world)
+        for override in self.overrides:
+            program.text = override.transform(program.text)
+        pipeline = "builtin.module(inline, symbol-dce"
+        if self.passes:
+            pipeline += ", " + self.passes
+        pipeline += ", spmd-distribute)"
+        # Rank 0 builds; the others wait for its verdict (an error on rank 0
+        # must not leave them blocked in the next collective).
+        library = _toolchain.library_path(program.text, pipeline)
+        error = None
+        if _runtime.rank() == 0:
+            try:
+                _toolchain.compile_module(program.text, pipeline)
+            except Exception as err:  # reported on every rank below
+                error = err
+        failed = _runtime.all_ranks_max(1 if error is not None else 0)
+        if error is not None:
+            raise error
+        if failed:
+            raise _toolchain.CompileError(
+                "spmd.compile: compilation failed on rank 0 (see its error)")
+        return Executable(library, traced, program)
+
+    def __call__(self, *args, **kwargs):
+        # Accepted as in torch.distributed._spmd; every step already leaves
+        # parameters and optimizer state in place, so the last one needs no
+        # different program.
+        kwargs.pop("last_train_step", None)
+        leaves, _ = pytree.tree_flatten((args, kwargs))
+        key = self._signature(leaves)
+        executable = self.cache.get(key)
+        if executable is None:
+            executable = self._compile(args, kwargs)
+            self.cache[key] = executable
+        tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+        outputs = executable(tensors)
+        return pytree.tree_unflatten(outputs, executable.traced.output_spec)
+
+
+def compile(module_override: Optional[List[Override]] = None,
+            passes: Optional[str] = None,
+            parallel: Optional[DataParallel] = None,
+            gm_transformation: Optional[Callable] = None) -> Callable:
+    """Decorator: compiles a train step for the ranks of the MPI job.
+
+    module_override: Override objects (submodule stand-ins, MLIR
+        transforms). passes: extra spmd-opt passes run on the global program
+        before distribution (pipeline syntax, e.g. "canonicalize,cse").
+    parallel: a DataParallel (default: inputs Shard(0)).
+    gm_transformation: a function applied to the traced FX GraphModule is
+        not supported (the graph is compiled by MLIR passes instead): pass
+        `passes` or an Override.transform.
+    """
+    if gm_transformation is not None:
+        raise UnsupportedError(
+            "spmd.compile: gm_transformation is not supported; use passes= "
+            "or Override.transform to change the program")
+
+    def wrap(fn):
+        return CompiledStep(fn, module_override, passes, parallel)
+    return wrap

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Trains a model with spmd.compile on the ranks of an mpirun job and,
+in the same process, eagerly on one device over the global batch; checks
+that losses, parameters and optimizer state agree after every step.
+
+    mpirun -np 2 python3 train_check.py CASE [--steps 5]
+"""
+
+import argparse
+import sys
+
+import torch
+import torch.nn as nn
+
+import spmd
+
+GLOBAL_BATCH = 8
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class NormMLP(nn.Module):
+    def __init__(self, classes=5):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 16)
+        self.norm = nn.LayerNorm(16)
+        self.fc2 = nn.Linear(16, classes)
+
+    def forward(self, x):
+        return self.fc2(nn.functional.gelu(self.norm(self.fc1(x))))
+
+
+class Bag(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 8)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, tokens):
+        return self.fc(self.emb(tokens).mean(1))
+
+
+def data(case, gen):
+    if case in ("mlp_sgd", "groups"):
+        return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
+                torch.randn(GLOBAL_BATCH, 4, generator=gen))
+    if case == "norm_adam":
+        return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
+                torch.randint(0, 5, (GLOBAL_BATCH,), generator=gen))
+    if case == "embed_adamw":
+        return (torch.randint(0, 20, (GLOBAL_BATCH, 5), generator=gen),
+                torch.randn(GLOBAL_BATCH, 3, generator=gen))
+    raise SystemExit(f"unknown case {case}")
+
+
+def setup(case):
+    torch.manual_seed(0)
+    if case == "mlp_sgd":
+        model = MLP()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
+                              weight_decay=0.01, foreach=True)
+        loss_fn = nn.MSELoss()
+    elif case == "norm_adam":
+        model = NormMLP()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2, foreach=True)
+        loss_fn = nn.CrossEntropyLoss()
+    elif case == "embed_adamw":
+        model = Bag()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2,
+                                weight_decay=0.05, foreach=True)
+        loss_fn = nn.MSELoss()
+    elif case == "groups":
+        model = MLP()
+        opt = torch.optim.SGD(
+            [{"params": model.fc1.parameters(), "lr": 0.1, "momentum": 0.5},
+             {"params": model.fc2.parameters(), "nesterov": True,
+              "momentum": 0.9, "dampening": 0.0}],
+            lr=0.02, foreach=True)
+        loss_fn = nn.MSELoss()
+    else:
+        raise SystemExit(f"unknown case {case}")
+    return model, opt, loss_fn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("case")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--tol", type=float, default=1e-5)
+    args = parser.parse_args()
+
+    model, opt, loss_fn = setup(args.case)
+    ref_model, ref_opt, _ = setup(args.case)  # same seed: same parameters
+
+    @spmd.compile()
+    def train_step(model, opt, x, y):
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    def eager_step(x, y):
+        loss = loss_fn(ref_model(x), y)
+        loss.backward()
+        ref_opt.step()
+        ref_opt.zero_grad()
+        return loss.detach()
+
+    rank, world = spmd.rank(), spmd.world_size()
+    gen = torch.Generator().manual_seed(1)
+    worst = 0.0
+    for step in range(1, args.steps + 1):
+        x, y = data(args.case, gen)
+        local = GLOBAL_BATCH // world
+        xs = x[rank * local:(rank + 1) * local]
+        ys = y[rank * local:(rank + 1) * local]
+        loss = train_step(model, opt, xs, ys)
+        ref = eager_step(x, y)
+        diffs = {"loss": (loss - ref).abs().max().item()}
+        for (n, p), rp in zip(model.named_parameters(),
+                              ref_model.parameters()):
+            diffs[n] = (p.detach() - rp.detach()).abs().max().item()
+            st, rst = opt.state[p], ref_opt.state[rp]
+            for k in rst:
+                if isinstance(rst[k], torch.Tensor):
+                    diffs[f"{n}.{k}"] = (st[k] - rst[k]).abs().max().item()
+        name, diff = max(diffs.items(), key=lambda kv: kv[1])
+        worst = max(worst, diff)
+        if rank == 0:
+            print(f"step {step}: loss {loss.item():.6f} eager "
+                  f"{ref.item():.6f}; max |diff| {diff:.1e} ({name}, "
+                  f"{len(diffs)} tensors)")
+    ok = worst <= args.tol
+    if rank == 0:
+        print(f"{args.case}: {'OK' if ok else 'MISMATCH'} max deviation "
+              f"{worst:.1e} over {args.steps} steps on {world} ranks")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
