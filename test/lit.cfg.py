@@ -84,6 +84,10 @@ config.substitutions.append(
      + os.path.join(mlir_lib_dir, "libmlir_runner_utils.so") + ","
      + os.path.join(mlir_lib_dir, "libmlir_c_runner_utils.so")))
 
+# The Python bridge (`import spmd`) of this checkout, using this build.
+config.environment["PYTHONPATH"] = os.path.join(config.spmd_src_root, "python")
+config.environment["SPMD_BUILD"] = config.spmd_obj_root
+
 # torch + torch-mlir importable from the project's interpreter.
 if subprocess.run([config.python_executable, "-c", "import torch_mlir.fx"],
                   capture_output=True).returncode == 0:

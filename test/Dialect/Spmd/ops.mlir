@@ -16,6 +16,8 @@ spmd.state @"fc.weight" : tensor<16x8xf32> role = param spec = <@dp, [replicate]
 spmd.state @"fc.weight.exp_avg" : tensor<16x8xf32> role = optimizer_state
 // CHECK: spmd.state @"bn.running mean" : tensor<8xf32> role = buffer spec = <@m, [shard<0>, partial<sum>]>
 spmd.state @"bn.running mean" : tensor<8xf32> role = buffer spec = <@m, [shard<0>, partial<sum>]>
+// CHECK: spmd.state @output.0 : tensor<f32> role = output
+spmd.state @"output.0" : tensor<f32> role = output
 
 // CHECK-LABEL: func.func @placements
 // CHECK-SAME: {spmd.spec = #spmd.spec<@dp, [shard<0>]>}

@@ -139,8 +139,15 @@ FailureOr<Value> Expander::fill(Value like, RankedTensorType type, double value,
       dynamic.push_back(tensor::DimOp::create(b, loc, like, d));
   Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
                                         type.getElementType(), dynamic);
-  Value scalar = arith::ConstantOp::create(
-      b, loc, b.getFloatAttr(type.getElementType(), value));
+  Type element = type.getElementType();
+  TypedAttr attr;
+  if (isa<FloatType>(element))
+    attr = b.getFloatAttr(element, value);
+  else if (element.isSignlessInteger())
+    attr = b.getIntegerAttr(element, static_cast<int64_t>(value));
+  else
+    return mlir::emitError(loc) << "cannot fill a tensor of " << element;
+  Value scalar = arith::ConstantOp::create(b, loc, attr);
   return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
 }
 
@@ -197,10 +204,6 @@ FailureOr<Value> Expander::toPartial(Value v, unsigned axis, ReductionKind kind,
   if (kind != ReductionKind::Sum && kind != ReductionKind::Prod)
     return v;
   auto type = cast<RankedTensorType>(v.getType());
-  if (!isa<FloatType>(type.getElementType()))
-    return mlir::emitError(loc)
-           << "replicate to partial<" << stringifyReductionKind(kind)
-           << "> needs a float tensor, found " << type;
   FailureOr<Value> identity =
       fill(v, type, kind == ReductionKind::Sum ? 0.0 : 1.0, loc);
   if (failed(identity))
@@ -537,6 +540,17 @@ LogicalResult Expander::localizeSizes(Operation *op) {
     }
     return sizes;
   };
+  // The rebuilt op's results stand for the old ones: later uses look up
+  // their global type and placement.
+  auto replace = [&](Operation *newOp) {
+    for (auto [from, to] : llvm::zip(op->getResults(), newOp->getResults())) {
+      globalTypes[to] = globalTypes.lookup(from);
+      if (auto it = placements.find(from); it != placements.end())
+        placements[to] = it->second;
+    }
+    op->replaceAllUsesWith(newOp);
+    dead.push_back(op);
+  };
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
     auto globalType = globalTypes.lookup(slice.getResult());
     auto sizes =
@@ -544,8 +558,7 @@ LogicalResult Expander::localizeSizes(Operation *op) {
     auto newOp = tensor::ExtractSliceOp::create(
         b, op->getLoc(), slice.getType(), slice.getSource(),
         slice.getMixedOffsets(), sizes, slice.getMixedStrides());
-    op->replaceAllUsesWith(newOp);
-    dead.push_back(op);
+    replace(newOp);
     return success();
   }
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
@@ -555,8 +568,7 @@ LogicalResult Expander::localizeSizes(Operation *op) {
     auto newOp = tensor::InsertSliceOp::create(
         b, op->getLoc(), insert.getSource(), insert.getDest(),
         insert.getMixedOffsets(), sizes, insert.getMixedStrides());
-    op->replaceAllUsesWith(newOp);
-    dead.push_back(op);
+    replace(newOp);
     return success();
   }
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
@@ -566,8 +578,7 @@ LogicalResult Expander::localizeSizes(Operation *op) {
     auto newOp = tensor::ExpandShapeOp::create(
         b, op->getLoc(), expand.getResultType(), expand.getSrc(),
         expand.getReassociationIndices());
-    op->replaceAllUsesWith(newOp);
-    dead.push_back(op);
+    replace(newOp);
   }
   return success();
 }
