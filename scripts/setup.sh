@@ -48,6 +48,11 @@ if [ ! -f "$SPMD_VENV/.complete" ]; then
   touch "$SPMD_VENV/.complete"
 fi
 SPMD_PYTHON="$SPMD_VENV/bin/python"
+# `import spmd` from the environment: the package of this checkout (a .pth
+# entry, like an editable install; the last checkout set up wins) and its
+# build (SPMD_BUILD, else <checkout>/build).
+site=$("$SPMD_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$SPMD_ROOT/python" >"$site/spmd.pth"
 # LLVM's own lit, run by the project's interpreter.
 SPMD_LIT=("$SPMD_PYTHON" "$LLVM_PREFIX/bin/lit")
 

@@ -11,7 +11,9 @@ source line.
 import re
 
 import torch
-from torch_mlir import fx
+from torch_mlir import fx, ir
+from torch_mlir.dialects import torch as torch_dialect
+from torch_mlir.extras.fx_importer import FxImporter
 
 from ._decompositions import UnsupportedError
 from ._trace import user_frame
@@ -57,58 +59,100 @@ def _source_line(location: str) -> str:
         return location
 
 
-def _check_dialects(text: str):
+def _op_location(lines, i):
+    """The location text of the op starting at line `i` (an op with regions
+    carries it on its closing line)."""
+    line = lines[i]
+    if not line.rstrip().endswith("{"):
+        loc = re.search(r"loc\((#loc\d*|.*)\)\s*$", line)
+        return loc.group(1) if loc else None
+    indent = len(line) - len(line.lstrip())
+    for later in lines[i + 1:]:
+        if later.strip().startswith("}") and \
+                len(later) - len(later.lstrip()) == indent:
+            loc = re.search(r"loc\((#loc\d*|.*)\)\s*$", later)
+            return loc.group(1) if loc else None
+    return None
+
+
+def _aten_ops_at(graph, location):
+    """The aten ops of `graph` whose user frame is `location`."""
+    ops = []
+    for node in graph.graph.nodes:
+        trace = node.meta.get("stack_trace") or ""
+        frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
+        # Called from the user's line itself, not from a module it calls.
+        if node.op == "call_function" and frames and \
+                isinstance(node.target, torch._ops.OpOverload) and \
+                f"{frames[-1][0]}:{frames[-1][1]}" == location:
+            name = str(node.target).rsplit(".", 1)[0]
+            if name not in ops:
+                ops.append(name)
+    return ops
+
+
+def _check_dialects(text: str, graph):
     expand = _resolve_locations(text)
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
         m = re.match(r'\s*(?:%[^=]+=\s*)?"?([a-z_]+)\.([a-z_.]+)', line)
         if not m or m.group(1) in SUPPORTED_DIALECTS or m.group(1) == "module":
             continue
         op = f"{m.group(1)}.{m.group(2)}"
-        loc = re.search(r"loc\((#loc\d*|.*)\)\s*$", line)
-        where = _user_location(expand(loc.group(1))) if loc else None
-        names = re.findall(r'loc\("(aten::[a-z_0-9.]+|aten\.[a-z_0-9.]+)"',
-                           expand(loc.group(1)) if loc else "")
+        loc = _op_location(lines, i)
+        where = _user_location(expand(loc)) if loc else None
+        aten = _aten_ops_at(graph, where) if where else []
         raise UnsupportedError(
             f"spmd.compile: torch-mlir lowers "
-            f"{names[0] if names else 'an op'} to {op}, which spmd cannot "
-            "compile (only linalg, tensor, arith, math on tensors)"
+            f"{' / '.join(aten) if aten else 'an op'} to {op}, which spmd "
+            "cannot compile (it takes linalg, tensor, arith and math)"
             + (f"\n  at {_source_line(where)}" if where else ""))
 
 
-def _import_error(err: Exception, graph: torch.fx.GraphModule):
+def _import_error(diagnostics, err: Exception, graph: torch.fx.GraphModule):
     """A torch-mlir failure, with the aten op and the user's source line."""
-    message = str(err)
+    errors = [(loc, msg) for severity, loc, msg in diagnostics
+              if severity == "error"] or [("", str(err))]
+    loc, message = errors[0]
     ops = re.findall(r"torch\.aten\.([a-z_0-9]+)", message)
-    op = ops[0] if ops else None
-    where = None
-    if op is not None:
+    location = _user_location(loc) or _user_location(message)
+    op = f"aten.{ops[0]}" if ops else None
+    if location is None and op is not None:
         for node in graph.graph.nodes:
-            target = getattr(node.target, "__name__", str(node.target))
-            if node.op == "call_function" and target.split(".")[0] == op:
-                where = user_frame(node.meta.get("stack_trace"))
-                if where:
+            if node.op == "call_function" and str(node.target).startswith(
+                    op + "."):
+                location = user_frame(node.meta.get("stack_trace"))
+                if location:
+                    location = location.split(": ", 1)[0]
                     break
-    if where is None:
-        location = _user_location(message)
-        where = _source_line(location) if location else None
-    first = next((l for l in message.splitlines() if "error" in l),
-                 message.splitlines()[0] if message else "")
+    first = message.splitlines()[0] if message else ""
     raise UnsupportedError(
-        f"spmd.compile: torch-mlir cannot lower "
-        f"{'aten.' + op if op else 'the traced graph'} to linalg"
-        + (f"\n  at {where}" if where else "")
-        + f"\n  torch-mlir: {first.strip()}") from None
+        f"spmd.compile: torch-mlir cannot lower {op or 'the traced graph'} "
+        "to linalg"
+        + (f"\n  at {_source_line(location)}" if location else "")
+        + f"\n  torch-mlir: {first.strip()[:300]}") from None
 
 
 def import_graph(graph: torch.fx.GraphModule, name: str) -> str:
     """linalg-on-tensors text of `graph` as a function `name`."""
+    context = ir.Context()
+    torch_dialect.register_dialect(context)
+    diagnostics = []
+
+    def collect(diagnostic):
+        severity = str(diagnostic.severity).rsplit(".", 1)[-1].lower()
+        diagnostics.append((severity, str(diagnostic.location),
+                            diagnostic.message))
+        return True  # handled: torch-mlir's stderr stays quiet
+    context.attach_diagnostic_handler(collect)
     try:
-        module = fx.stateless_fx_import(graph, output_type="linalg-on-tensors",
-                                        model_name=name)
+        module = fx.stateless_fx_import(
+            graph, output_type="linalg-on-tensors", model_name=name,
+            fx_importer=FxImporter(context=context))
     except UnsupportedError:
         raise
     except Exception as err:  # torch-mlir raises its own compiler errors
-        _import_error(err, graph)
+        _import_error(diagnostics, err, graph)
     text = module.operation.get_asm(enable_debug_info=True)
-    _check_dialects(text)
+    _check_dialects(text, graph)
     return text

@@ -207,10 +207,19 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     params = [named_params[n].detach().clone().requires_grad_(
         named_params[n].requires_grad) for n in param_names]
     buffers = [named_buffers[n].detach().clone() for n in buffer_names]
-    with torch.enable_grad():
-        graph = make_fx(step, decomposition_table=decomposition_table(),
-                        tracing_mode="fake", record_stack_traces=True)(
-            params, buffers, [fake_input(i) for i in inputs])
+    try:
+        with torch.enable_grad():
+            graph = make_fx(step, decomposition_table=decomposition_table(),
+                            tracing_mode="fake", record_stack_traces=True)(
+                params, buffers, [fake_input(i) for i in inputs])
+    except UnsupportedError:
+        raise
+    except Exception as err:  # make_fx: data-dependent control flow, ...
+        raise UnsupportedError(
+            f"spmd.compile: tracing the step failed ({type(err).__name__}): "
+            f"{str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+            "\n  (steps must be traceable by make_fx: no data-dependent "
+            "Python control flow or shapes)") from err
     _check_graph(graph)
     return Traced(graph, model, optimizer, param_names, buffer_names, inputs,
                   result["num_outputs"], result["output_spec"],

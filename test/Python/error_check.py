@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Steps spmd.compile must reject at compile time with the op (or dtype)
+and the user's source line: prints each error's message.
+
+    python3 error_check.py CASE
+"""
+
+import sys
+
+import torch
+import torch.nn as nn
+
+import spmd
+
+
+class Cumsum(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cumsum(self.fc(x), dim=1)  # LINE-cumsum
+
+
+class Half(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x).half().float()  # LINE-half
+
+
+class Sort(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.sort(self.fc(x), dim=1).values  # LINE-sort
+
+
+class BatchNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+
+
+class Det(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.linalg.det(self.fc(x).reshape(-1, 2, 2))  # LINE-det
+
+
+class Erfinv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.special.erfinv(torch.tanh(self.fc(x)))  # LINE-erfinv
+
+
+class DataDependent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y if y.sum() > 0 else -y  # LINE-branch
+
+
+MODELS = {"branch": DataDependent, "det": Det, "erfinv": Erfinv, "cumsum": Cumsum, "half": Half, "sort": Sort, "batchnorm": BatchNorm}
+
+
+def main():
+    case = sys.argv[1]
+    model = MODELS[case]()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    @spmd.compile()
+    def train_step(model, opt, x):
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    try:
+        train_step(model, opt, torch.randn(4, 4))
+    except spmd.UnsupportedError as err:
+        print(f"UnsupportedError: {err}")
+        return 0
+    print("no error")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
