@@ -545,8 +545,11 @@ LogicalResult Expander::localizeSizes(Operation *op) {
   auto replace = [&](Operation *newOp) {
     for (auto [from, to] : llvm::zip(op->getResults(), newOp->getResults())) {
       globalTypes[to] = globalTypes.lookup(from);
-      if (auto it = placements.find(from); it != placements.end())
-        placements[to] = it->second;
+      // Copied out first: inserting `to` may rehash the map.
+      if (auto it = placements.find(from); it != placements.end()) {
+        Placements layout = it->second;
+        placements[to] = std::move(layout);
+      }
     }
     op->replaceAllUsesWith(newOp);
     dead.push_back(op);
