@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
 import torch
+from torch.fx import traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils import stateless
 from torch.utils import _pytree as pytree
@@ -221,6 +222,8 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
             "\n  (steps must be traceable by make_fx: no data-dependent "
             "Python control flow or shapes)") from err
     _check_graph(graph)
+    graph = _functionalize(graph, params + buffers + [fake_input(i)
+                                                     for i in inputs])
     return Traced(graph, model, optimizer, param_names, buffer_names, inputs,
                   result["num_outputs"], result["output_spec"],
                   result["grad_names"])
@@ -253,6 +256,23 @@ def _check_graph(graph: torch.fx.GraphModule):
                 f"spmd.compile: {node.target} updates a tensor in place "
                 "(e.g. a buffer); in-place updates of model state are not "
                 "supported" + (f"\n  at {where}" if where else ""))
+
+
+def _functionalize(graph, flat_inputs):
+    """The graph without in-place ops on intermediates (decompositions of
+    backward ops write into fresh tensors: `copy_`, `logical_and_`, ...,
+    which torch-mlir's stateless import cannot take). Retraced under
+    functionalization, keeping every node's stack trace."""
+    if not any(isinstance(n.target, torch._ops.OpOverload)
+               and n.target._schema.is_mutable
+               for n in graph.graph.nodes if n.op == "call_function"):
+        return graph
+
+    def run(*args):
+        return torch.fx.Interpreter(graph).run(*args)
+    with fx_traceback.preserve_node_meta():
+        return make_fx(torch.func.functionalize(run),
+                       tracing_mode="fake")(*flat_inputs)
 
 
 def _written(node, index, argument):

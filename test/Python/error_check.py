@@ -78,7 +78,20 @@ class DataDependent(nn.Module):
         return y if y.sum() > 0 else -y  # LINE-branch
 
 
-MODELS = {"branch": DataDependent, "det": Det, "erfinv": Erfinv, "cumsum": Cumsum, "half": Half, "sort": Sort, "batchnorm": BatchNorm}
+class ClampErfinv(nn.Module):
+    """Its backward has in-place ops, so the graph is functionalized (and
+    retraced) before import: locations must survive that."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = torch.clamp(self.fc(x), -0.9, 0.9)
+        return torch.special.erfinv(y)  # LINE-clamp-erfinv
+
+
+MODELS = {"clamp_erfinv": ClampErfinv, "branch": DataDependent, "det": Det, "erfinv": Erfinv, "cumsum": Cumsum, "half": Half, "sort": Sort, "batchnorm": BatchNorm}
 
 
 def main():
