@@ -49,7 +49,8 @@ class Bag(nn.Module):
 
 
 def data(case, gen):
-    if case in ("mlp_sgd", "groups"):
+    if case in ("mlp_sgd", "groups", "sgd_options", "adam_options",
+                "adamw_amsgrad", "resume"):
         return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
                 torch.randn(GLOBAL_BATCH, 4, generator=gen))
     if case == "norm_adam":
@@ -85,6 +86,23 @@ def setup(case):
               "momentum": 0.9, "dampening": 0.0}],
             lr=0.02, foreach=True)
         loss_fn = nn.MSELoss()
+    elif case == "sgd_options":
+        model = MLP()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.8,
+                              dampening=0.3, weight_decay=0.01,
+                              maximize=True, foreach=True)
+        loss_fn = nn.MSELoss()
+    elif case == "adam_options":
+        model = MLP()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2, betas=(0.8, 0.95),
+                               eps=1e-6, weight_decay=0.01, amsgrad=True,
+                               maximize=True, foreach=True)
+        loss_fn = nn.MSELoss()
+    elif case in ("adamw_amsgrad", "resume"):
+        model = MLP()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1,
+                                amsgrad=True, foreach=True)
+        loss_fn = nn.MSELoss()
     else:
         raise SystemExit(f"unknown case {case}")
     return model, opt, loss_fn
@@ -117,6 +135,16 @@ def main():
 
     rank, world = spmd.rank(), spmd.world_size()
     gen = torch.Generator().manual_seed(1)
+    if args.case == "resume":
+        # Two eager steps first: the compiled step takes over parameters and
+        # optimizer state (exp_avg, exp_avg_sq, max_exp_avg_sq, step) as
+        # they are.
+        for _ in range(2):
+            x, y = data(args.case, gen)
+            for m, o in ((model, opt), (ref_model, ref_opt)):
+                loss_fn(m(x), y).backward()
+                o.step()
+                o.zero_grad()
     worst = 0.0
     for step in range(1, args.steps + 1):
         x, y = data(args.case, gen)
