@@ -44,3 +44,8 @@ n = sum(len(t) for t in ref)
 print(f"max deviation over {n} printed values (losses, parameters, optimizer state): {worst:.1e}")
 sys.exit(0 if worst <= 1e-5 and len(ref) == len(dist) else 1)
 PY
+
+echo
+echo "== Python: spmd.compile on a PyTorch train step (examples/train_mlp.py, 2 ranks)"
+timeout 600 mpirun --oversubscribe --bind-to none -np 2 \
+  "$SPMD_PYTHON" "$SPMD_ROOT/examples/train_mlp.py" --steps 20

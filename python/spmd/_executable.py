@@ -30,6 +30,11 @@ class Executable:
             self.views[s.name] = _runtime.bind(s.name, s.shape, s.dtype,
                                                DTYPE_CODE[s.dtype])
         self._adopt_state()
+        # As DDP at construction: every rank starts from rank 0's model and
+        # optimizer state (replicated state must be equal everywhere).
+        for s in program.states:
+            if s.role != "output":
+                _runtime.broadcast_(self.views[s.name], DTYPE_CODE[s.dtype])
 
     def _adopt_state(self):
         """Copies the current values in, then points the model and the

@@ -9,6 +9,7 @@ source line.
 """
 
 import re
+import warnings
 
 import torch
 from torch_mlir import fx, ir
@@ -146,9 +147,12 @@ def import_graph(graph: torch.fx.GraphModule, name: str) -> str:
         return True  # handled: torch-mlir's stderr stays quiet
     context.attach_diagnostic_handler(collect)
     try:
-        module = fx.stateless_fx_import(
-            graph, output_type="linalg-on-tensors", model_name=name,
-            fx_importer=FxImporter(context=context))
+        with warnings.catch_warnings():
+            # torch-mlir's importer uses pytree APIs torch 2.10 deprecates.
+            warnings.simplefilter("ignore", FutureWarning)
+            module = fx.stateless_fx_import(
+                graph, output_type="linalg-on-tensors", model_name=name,
+                fx_importer=FxImporter(context=context))
     except UnsupportedError:
         raise
     except Exception as err:  # torch-mlir raises its own compiler errors

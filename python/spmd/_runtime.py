@@ -29,6 +29,8 @@ def runtime():
                                   ctypes.c_int32]
     lib.spmdAllReduce.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] * 2 \
         + [ctypes.c_int64] * 2
+    lib.spmdBroadcast.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] \
+        + [ctypes.c_int64] * 3
     if not lib.spmdIsInitialized():
         lib.spmdInit()
     atexit.register(lib.spmdFinalize)
@@ -64,3 +66,11 @@ def bind(name: str, shape, dtype: torch.dtype, code: int) -> torch.Tensor:
         return torch.empty(shape, dtype=dtype)
     raw = (ctypes.c_char * nbytes).from_address(address)
     return torch.frombuffer(raw, dtype=dtype, count=count).view(shape)
+
+
+def broadcast_(tensor: torch.Tensor, code: int):
+    """Rank 0's values of the contiguous `tensor` on every rank, in place."""
+    if tensor.numel() == 0:
+        return
+    runtime().spmdBroadcast(tensor.data_ptr(), tensor.data_ptr(),
+                            tensor.numel(), code, 0, world_size(), 1)
