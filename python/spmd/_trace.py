@@ -64,6 +64,24 @@ def user_frame(stack_trace: Optional[str]) -> Optional[str]:
     for path, line, code in reversed(frames):
         if not path.startswith(_OWN_DIRS) and not path.startswith("<"):
             return f"{path}:{line}: {code.strip()}"
+    # All inside torch (an nn.Sequential of library modules): the innermost
+    # frame still names the module (e.g. torch/nn/modules/dropout.py).
+    if frames:
+        path, line, code = frames[-1]
+        return f"{path}:{line}: {code.strip()}"
+    return None
+
+
+def node_frame(node) -> Optional[str]:
+    """user_frame of `node`, or of the closest node before it that has a
+    stack trace (decompositions leave some nodes without one)."""
+    for _ in range(32):
+        if node is None or node.op == "root":
+            return None
+        frame = user_frame(node.meta.get("stack_trace"))
+        if frame:
+            return frame
+        node = node.prev
     return None
 
 
@@ -240,18 +258,25 @@ def _check_graph(graph: torch.fx.GraphModule):
         vals = val if isinstance(val, (list, tuple)) else [val]
         for v in vals:
             if isinstance(v, torch.Tensor) and v.dtype not in SUPPORTED_DTYPES:
-                where = user_frame(node.meta.get("stack_trace"))
+                where = node_frame(node)
                 raise UnsupportedError(
                     f"spmd.compile: {node.target} computes a {v.dtype} "
                     f"tensor, which spmd does not support"
                     + (f"\n  at {where}" if where else ""))
+        if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags",
+                                                          ()):
+            where = node_frame(node)
+            raise UnsupportedError(
+                f"spmd.compile: {node.target} draws random numbers, which "
+                "spmd does not support (dropout: model.eval() or p=0)"
+                + (f"\n  at {where}" if where else ""))
         schema = getattr(node.target, "_schema", None)
         if schema is not None and schema.is_mutable and any(
                 _written(node, i, a).op == "placeholder"
                 for i, a in enumerate(schema.arguments)
                 if a.alias_info is not None and a.alias_info.is_write
                 and isinstance(_written(node, i, a), torch.fx.Node)):
-            where = user_frame(node.meta.get("stack_trace"))
+            where = node_frame(node)
             raise UnsupportedError(
                 f"spmd.compile: {node.target} updates a tensor in place "
                 "(e.g. a buffer); in-place updates of model state are not "

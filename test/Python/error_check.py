@@ -91,7 +91,16 @@ class ClampErfinv(nn.Module):
         return torch.special.erfinv(y)  # LINE-clamp-erfinv
 
 
-MODELS = {"clamp_erfinv": ClampErfinv, "branch": DataDependent, "det": Det, "erfinv": Erfinv, "cumsum": Cumsum, "half": Half, "sort": Sort, "batchnorm": BatchNorm}
+class Dropout(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return nn.functional.dropout(self.fc(x), 0.5)  # LINE-dropout
+
+
+MODELS = {"dropout": Dropout, "clamp_erfinv": ClampErfinv, "branch": DataDependent, "det": Det, "erfinv": Erfinv, "cumsum": Cumsum, "half": Half, "sort": Sort, "batchnorm": BatchNorm}
 
 
 def main():
