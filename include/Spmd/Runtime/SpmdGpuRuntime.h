@@ -1,0 +1,27 @@
+/*===- SpmdGpuRuntime.h - GPU additions to the spmd runtime -------*- C -*-===*
+ *
+ * libSpmdGpuRuntime implements the C ABI of SpmdRuntime.h (bootstrap, rank
+ * queries, collectives) on NCCL for device buffers, the `mgpu*` functions
+ * MLIR's gpu-to-llvm lowering calls (CUDA driver API), and the matmul below.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef SPMD_RUNTIME_SPMDGPURUNTIME_H
+#define SPMD_RUNTIME_SPMDGPURUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cblas_sgemm's signature (row-major: order 101; transposes: 111 no, 112
+ * yes) on device pointers, through cuBLAS; returns when C is written. */
+void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
+                  int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
+                  int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPMD_RUNTIME_SPMDGPURUNTIME_H */

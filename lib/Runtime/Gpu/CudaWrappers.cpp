@@ -1,0 +1,186 @@
+//===- CudaWrappers.cpp - the mgpu* functions gpu-to-llvm calls -----------===//
+//
+// MLIR's `gpu-to-llvm` lowers gpu.launch_func, gpu.alloc, gpu.memcpy, ... to
+// calls of `mgpu*` functions, which upstream ships as
+// libmlir_cuda_runtime; Debian's MLIR ships none. These are the same entry
+// points, with the signatures the MLIR 22 lowering emits (checked against its
+// output: e.g. mgpuLaunchKernel takes the parameter count, mgpuMemAlloc a
+// host-shared flag), on the CUDA driver API. Every driver error is reported
+// with the call and the rank, and ends the process.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuCommon.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+using spmd::gpu::checkCu;
+using spmd::gpu::ensureContext;
+
+extern "C" {
+
+CUmodule mgpuModuleLoad(void *data, size_t /*size*/) {
+  ensureContext();
+  CUmodule module = nullptr;
+  checkCu(cuModuleLoadData(&module, data), "cuModuleLoadData");
+  return module;
+}
+
+CUmodule mgpuModuleLoadJIT(void *data, int optLevel, size_t /*size*/) {
+  ensureContext();
+  CUmodule module = nullptr;
+  CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
+  void *values[] = {reinterpret_cast<void *>(static_cast<intptr_t>(optLevel))};
+  checkCu(cuModuleLoadDataEx(&module, data, 1, options, values),
+          "cuModuleLoadDataEx (PTX JIT)");
+  return module;
+}
+
+void mgpuModuleUnload(CUmodule module) {
+  checkCu(cuModuleUnload(module), "cuModuleUnload");
+}
+
+CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
+  CUfunction function = nullptr;
+  checkCu(cuModuleGetFunction(&function, module, name), "cuModuleGetFunction");
+  return function;
+}
+
+void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, CUstream stream,
+                      void **params, void **extra, size_t /*paramsCount*/) {
+  checkCu(cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                         smem, stream, params, extra),
+          "cuLaunchKernel");
+}
+
+CUstream mgpuStreamCreate() {
+  ensureContext();
+  CUstream stream = nullptr;
+  checkCu(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  return stream;
+}
+
+void mgpuStreamDestroy(CUstream stream) {
+  checkCu(cuStreamDestroy(stream), "cuStreamDestroy");
+}
+
+void mgpuStreamSynchronize(CUstream stream) {
+  checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+void mgpuStreamWaitEvent(CUstream stream, CUevent event) {
+  checkCu(cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
+}
+
+CUevent mgpuEventCreate() {
+  ensureContext();
+  CUevent event = nullptr;
+  checkCu(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  return event;
+}
+
+void mgpuEventDestroy(CUevent event) {
+  checkCu(cuEventDestroy(event), "cuEventDestroy");
+}
+
+void mgpuEventSynchronize(CUevent event) {
+  checkCu(cuEventSynchronize(event), "cuEventSynchronize");
+}
+
+void mgpuEventRecord(CUevent event, CUstream stream) {
+  checkCu(cuEventRecord(event, stream), "cuEventRecord");
+}
+
+void *mgpuMemAlloc(uint64_t bytes, CUstream stream, bool isHostShared) {
+  ensureContext();
+  if (bytes == 0)
+    return nullptr;
+  CUdeviceptr ptr = 0;
+  if (isHostShared)
+    checkCu(cuMemAllocManaged(&ptr, bytes, CU_MEM_ATTACH_GLOBAL),
+            "cuMemAllocManaged");
+  else if (stream)
+    checkCu(cuMemAllocAsync(&ptr, bytes, stream), "cuMemAllocAsync");
+  else
+    checkCu(cuMemAlloc(&ptr, bytes), "cuMemAlloc");
+  return reinterpret_cast<void *>(ptr);
+}
+
+void mgpuMemFree(void *ptr, CUstream stream) {
+  if (!ptr)
+    return;
+  auto dptr = reinterpret_cast<CUdeviceptr>(ptr);
+  if (stream)
+    checkCu(cuMemFreeAsync(dptr, stream), "cuMemFreeAsync");
+  else
+    checkCu(cuMemFree(dptr), "cuMemFree");
+}
+
+void mgpuMemcpy(void *dst, void *src, size_t bytes, CUstream stream) {
+  checkCu(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                        reinterpret_cast<CUdeviceptr>(src), bytes, stream),
+          "cuMemcpyAsync");
+}
+
+void mgpuMemset32(void *dst, unsigned int value, size_t count,
+                  CUstream stream) {
+  checkCu(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
+                           stream),
+          "cuMemsetD32Async");
+}
+
+void mgpuMemset16(void *dst, unsigned short value, size_t count,
+                  CUstream stream) {
+  checkCu(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
+                           stream),
+          "cuMemsetD16Async");
+}
+
+void mgpuMemHostRegister(void *ptr, uint64_t bytes) {
+  ensureContext();
+  checkCu(cuMemHostRegister(ptr, bytes, /*flags=*/0), "cuMemHostRegister");
+}
+
+void mgpuMemHostUnregister(void *ptr) {
+  checkCu(cuMemHostUnregister(ptr), "cuMemHostUnregister");
+}
+
+/// An unranked memref's descriptor: {allocated, aligned, offset, sizes[rank],
+/// strides[rank]}.
+static void hostRegion(int64_t rank, void *descriptor, int64_t elementBytes,
+                       void **begin, uint64_t *bytes) {
+  auto *fields = static_cast<int64_t *>(descriptor);
+  auto *aligned = reinterpret_cast<char *>(fields[1]);
+  int64_t offset = fields[2];
+  const int64_t *sizes = fields + 3;
+  const int64_t *strides = sizes + rank;
+  int64_t span = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    span += (sizes[d] - 1) * strides[d];
+  *begin = aligned + offset * elementBytes;
+  *bytes = static_cast<uint64_t>(span * elementBytes);
+}
+
+void mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor,
+                               int64_t elementBytes) {
+  void *begin;
+  uint64_t bytes;
+  hostRegion(rank, descriptor, elementBytes, &begin, &bytes);
+  mgpuMemHostRegister(begin, bytes);
+}
+
+void mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor,
+                                 int64_t elementBytes) {
+  void *begin;
+  uint64_t bytes;
+  hostRegion(rank, descriptor, elementBytes, &begin, &bytes);
+  mgpuMemHostUnregister(begin);
+}
+
+void mgpuSetDefaultDevice(int32_t device) { spmd::gpu::setDevice(device); }
+
+} // extern "C"

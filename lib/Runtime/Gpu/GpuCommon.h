@@ -1,0 +1,34 @@
+//===- GpuCommon.h - shared state of the GPU runtime ------------*- C++ -*-===//
+//
+// The process's device and CUDA context, and error checks that report the
+// failing call with this process's rank and end the job (a failed rank must
+// not leave the others waiting in a collective).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMD_RUNTIME_GPU_GPUCOMMON_H
+#define SPMD_RUNTIME_GPU_GPUCOMMON_H
+
+#include <cuda.h>
+
+namespace spmd::gpu {
+
+/// This process's rank for messages (-1 before the runtime knows it).
+int rankForMessages();
+
+/// Prints "spmd gpu runtime (rank R): <what>: <detail>" and exits(1).
+[[noreturn]] void fail(const char *what, const char *detail);
+
+/// Fails with the driver's error name unless `result` is CUDA_SUCCESS.
+void checkCu(CUresult result, const char *call);
+
+/// Makes the device's primary context current on this thread (the device
+/// is LOCAL_RANK, else the rank modulo the device count, else 0).
+void ensureContext();
+
+/// Chooses the device before the first context is made.
+void setDevice(int device);
+
+} // namespace spmd::gpu
+
+#endif // SPMD_RUNTIME_GPU_GPUCOMMON_H

@@ -1,0 +1,581 @@
+//===- SpmdNcclRuntime.cpp - the spmd runtime on NCCL ---------------------===//
+//
+// The C ABI of include/Spmd/Runtime/SpmdRuntime.h for programs whose buffers
+// live on the GPU: bootstrap, rank queries and every collective, on NCCL,
+// plus cuBLAS matmuls (spmdGpuSgemm). Addresses are device pointers.
+//
+// Bootstrap: the rank and job size come from torchrun's environment (RANK,
+// WORLD_SIZE, LOCAL_RANK) or Open MPI's (OMPI_COMM_WORLD_RANK, ...); with
+// neither the job is one rank. Rank 0 makes the NCCL unique id and hands it
+// to the others over TCP (MASTER_ADDR, MASTER_PORT: default 127.0.0.1:29500),
+// so the library needs no MPI and runs where only CUDA and NCCL exist.
+//
+// Collectives run on one communication stream per process; the blocking
+// forms wait for it, the `...Start` forms record an event that spmdWait
+// waits for, so kernels on other streams overlap with communication.
+// Communicators: one per (mesh, axes) group, split from the world
+// communicator. Every NCCL/CUDA result is checked and reported with the
+// rank and the operation; while waiting, ncclCommGetAsyncError is polled, so
+// a failed peer ends the job instead of hanging it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuCommon.h"
+
+#include "Spmd/Runtime/SpmdGpuRuntime.h"
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <arpa/inet.h>
+#include <cublas_v2.h>
+#include <nccl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace {
+
+struct Runtime {
+  bool initialized = false;
+  int rank = 0;
+  int size = 1;
+  int localRank = 0;
+  CUstream stream = nullptr;
+  ncclComm_t world = nullptr;
+  std::map<std::pair<int64_t, int64_t>, ncclComm_t> groups;
+  cublasHandle_t blas = nullptr;
+  int device = -1;
+};
+
+Runtime &rt() {
+  static Runtime r;
+  return r;
+}
+
+int envInt(const char *name, int fallback) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+void checkNccl(ncclResult_t result, const char *op) {
+  if (result != ncclSuccess && result != ncclInProgress)
+    spmd::gpu::fail(op, ncclGetErrorString(result));
+}
+
+void checkBlas(cublasStatus_t status, const char *op) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    spmd::gpu::fail(op, cublasGetStatusString(status));
+}
+
+//===----------------------------------------------------------------------===//
+// TCP rendezvous for the NCCL unique id
+//===----------------------------------------------------------------------===//
+
+void sendAll(int fd, const void *data, size_t n) {
+  auto *p = static_cast<const char *>(data);
+  while (n) {
+    ssize_t k = ::send(fd, p, n, 0);
+    if (k <= 0)
+      spmd::gpu::fail("rendezvous send", std::strerror(errno));
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+}
+
+void recvAll(int fd, void *data, size_t n) {
+  auto *p = static_cast<char *>(data);
+  while (n) {
+    ssize_t k = ::recv(fd, p, n, 0);
+    if (k <= 0)
+      spmd::gpu::fail("rendezvous receive",
+                      k == 0 ? "peer closed" : std::strerror(errno));
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+}
+
+ncclUniqueId exchangeUniqueId(int rank, int size) {
+  ncclUniqueId id;
+  if (size == 1) {
+    checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    return id;
+  }
+  const char *addr = std::getenv("MASTER_ADDR");
+  std::string host = addr && *addr ? addr : "127.0.0.1";
+  int port = envInt("MASTER_PORT", 29500);
+  int timeout = envInt("SPMD_RENDEZVOUS_TIMEOUT", 120);
+  if (rank == 0) {
+    checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    int server = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(server, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_ANY);
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    if (::bind(server, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) != 0 ||
+        ::listen(server, size) != 0)
+      spmd::gpu::fail("rendezvous listen (MASTER_PORT)", std::strerror(errno));
+    for (int i = 1; i < size; ++i) {
+      int peer = ::accept(server, nullptr, nullptr);
+      if (peer < 0)
+        spmd::gpu::fail("rendezvous accept", std::strerror(errno));
+      sendAll(peer, &id, sizeof(id));
+      ::close(peer);
+    }
+    ::close(server);
+    return id;
+  }
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  std::string service = std::to_string(port);
+  if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &res) != 0 || !res)
+    spmd::gpu::fail("rendezvous: cannot resolve MASTER_ADDR", host.c_str());
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
+  for (;;) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (::connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
+      recvAll(fd, &id, sizeof(id));
+      ::close(fd);
+      break;
+    }
+    ::close(fd);
+    if (std::chrono::steady_clock::now() > deadline)
+      spmd::gpu::fail("rendezvous: rank 0 not reachable at MASTER_ADDR:"
+                      "MASTER_PORT within SPMD_RENDEZVOUS_TIMEOUT seconds",
+                      host.c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::freeaddrinfo(res);
+  return id;
+}
+
+//===----------------------------------------------------------------------===//
+// Groups, dtypes, waiting
+//===----------------------------------------------------------------------===//
+
+ncclDataType_t ncclType(int32_t dtype) {
+  switch (dtype) {
+  case SPMD_F32:
+    return ncclFloat32;
+  case SPMD_F64:
+    return ncclFloat64;
+  case SPMD_I32:
+    return ncclInt32;
+  case SPMD_I64:
+    return ncclInt64;
+  }
+  spmd::gpu::fail("collective", "unknown element type code");
+}
+
+size_t typeBytes(int32_t dtype) {
+  return dtype == SPMD_F64 || dtype == SPMD_I64 ? 8 : 4;
+}
+
+ncclRedOp_t ncclOp(int32_t kind) {
+  switch (kind) {
+  case SPMD_SUM:
+    return ncclSum;
+  case SPMD_AVG:
+    return ncclAvg;
+  case SPMD_MAX:
+    return ncclMax;
+  case SPMD_MIN:
+    return ncclMin;
+  case SPMD_PROD:
+    return ncclProd;
+  }
+  spmd::gpu::fail("collective", "unknown reduction kind");
+}
+
+/// The mesh shape (16 bits per axis, axis 0 lowest) and this rank's
+/// coordinates (row-major, last axis fastest).
+std::vector<int64_t> meshShape(int64_t packed) {
+  std::vector<int64_t> shape;
+  for (; packed; packed >>= 16)
+    shape.push_back(packed & 0xffff);
+  return shape;
+}
+
+/// (color, key) of this rank's group over the masked axes.
+std::pair<int, int> groupColorKey(int64_t packed, int64_t mask) {
+  std::vector<int64_t> shape = meshShape(packed);
+  int64_t total = 1;
+  for (int64_t s : shape)
+    total *= s;
+  if (total != rt().size)
+    spmd::gpu::fail("collective", "the mesh does not match the job size");
+  std::vector<int64_t> coord(shape.size());
+  int64_t r = rt().rank;
+  for (size_t a = shape.size(); a-- > 0;) {
+    coord[a] = r % shape[a];
+    r /= shape[a];
+  }
+  int color = 0, key = 0;
+  for (size_t a = 0; a < shape.size(); ++a) {
+    if (mask & (int64_t(1) << a))
+      key = key * static_cast<int>(shape[a]) + static_cast<int>(coord[a]);
+    else
+      color = color * static_cast<int>(shape[a]) + static_cast<int>(coord[a]);
+  }
+  return {color, key};
+}
+
+ncclComm_t group(int64_t packed, int64_t mask) {
+  spmdInit();
+  auto key = std::make_pair(packed, mask);
+  auto it = rt().groups.find(key);
+  if (it != rt().groups.end())
+    return it->second;
+  auto [color, rankInGroup] = groupColorKey(packed, mask);
+  ncclComm_t comm;
+  checkNccl(ncclCommSplit(rt().world, color, rankInGroup, &comm, nullptr),
+            "ncclCommSplit");
+  rt().groups[key] = comm;
+  return comm;
+}
+
+int groupSize(ncclComm_t comm) {
+  int n = 0;
+  checkNccl(ncclCommCount(comm, &n), "ncclCommCount");
+  return n;
+}
+
+/// Waits for `event` while polling every communicator for asynchronous
+/// errors (a dead peer ends the job instead of hanging it).
+void waitPolling(CUevent event, const char *op) {
+  for (;;) {
+    CUresult r = cuEventQuery(event);
+    if (r == CUDA_SUCCESS)
+      return;
+    if (r != CUDA_ERROR_NOT_READY)
+      spmd::gpu::checkCu(r, op);
+    for (auto &[key, comm] : rt().groups) {
+      ncclResult_t async;
+      checkNccl(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
+      if (async != ncclSuccess && async != ncclInProgress)
+        spmd::gpu::fail(op, ncclGetErrorString(async));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+int64_t record(const char *op) {
+  CUevent event;
+  spmd::gpu::checkCu(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
+                     "cuEventCreate");
+  spmd::gpu::checkCu(cuEventRecord(event, rt().stream), op);
+  return reinterpret_cast<int64_t>(event);
+}
+
+void finish(const char *op) { spmdWait(record(op)); }
+
+void *ptr(int64_t address) { return reinterpret_cast<void *>(address); }
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// spmd::gpu common pieces
+//===----------------------------------------------------------------------===//
+
+int spmd::gpu::rankForMessages() { return rt().initialized ? rt().rank : -1; }
+
+void spmd::gpu::fail(const char *what, const char *detail) {
+  std::fprintf(stderr, "spmd gpu runtime (rank %d): %s: %s\n",
+               rankForMessages(), what, detail);
+  std::fflush(stderr);
+  std::exit(1);
+}
+
+void spmd::gpu::checkCu(CUresult result, const char *call) {
+  if (result == CUDA_SUCCESS)
+    return;
+  const char *name = nullptr;
+  cuGetErrorName(result, &name);
+  fail(call, name ? name : "unknown CUDA error");
+}
+
+void spmd::gpu::setDevice(int device) { rt().device = device; }
+
+void spmd::gpu::ensureContext() {
+  static thread_local bool current = false;
+  if (current)
+    return;
+  checkCu(cuInit(0), "cuInit");
+  int count = 0;
+  checkCu(cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (count == 0)
+    fail("cuDeviceGetCount", "no CUDA device");
+  Runtime &r = rt();
+  if (r.device < 0) {
+    int local = envInt("LOCAL_RANK",
+                       envInt("OMPI_COMM_WORLD_LOCAL_RANK", envInt("RANK", 0)));
+    r.device = local % count;
+  }
+  CUdevice device;
+  checkCu(cuDeviceGet(&device, r.device), "cuDeviceGet");
+  CUcontext context;
+  checkCu(cuDevicePrimaryCtxRetain(&context, device),
+          "cuDevicePrimaryCtxRetain");
+  checkCu(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  current = true;
+}
+
+//===----------------------------------------------------------------------===//
+// The C ABI
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+void spmdInit(void) {
+  Runtime &r = rt();
+  if (r.initialized)
+    return;
+  r.rank = envInt("RANK", envInt("OMPI_COMM_WORLD_RANK", 0));
+  r.size = envInt("WORLD_SIZE", envInt("OMPI_COMM_WORLD_SIZE", 1));
+  r.localRank = envInt("LOCAL_RANK", envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0));
+  if (r.rank < 0 || r.size < 1 || r.rank >= r.size)
+    spmd::gpu::fail("spmdInit", "RANK/WORLD_SIZE are inconsistent");
+  r.initialized = true;
+  spmd::gpu::ensureContext();
+  spmd::gpu::checkCu(cuStreamCreate(&r.stream, CU_STREAM_NON_BLOCKING),
+                     "cuStreamCreate (communication)");
+  ncclUniqueId id = exchangeUniqueId(r.rank, r.size);
+  checkNccl(ncclCommInitRank(&r.world, r.size, id, r.rank), "ncclCommInitRank");
+}
+
+void spmdFinalize(void) {
+  Runtime &r = rt();
+  if (!r.initialized)
+    return;
+  for (auto &[key, comm] : r.groups)
+    ncclCommDestroy(comm);
+  r.groups.clear();
+  if (r.world)
+    ncclCommDestroy(r.world);
+  if (r.blas)
+    cublasDestroy(r.blas);
+  r.world = nullptr;
+  r.blas = nullptr;
+  r.initialized = false;
+}
+
+int32_t spmdIsInitialized(void) { return rt().initialized ? 1 : 0; }
+
+int32_t spmdWorldRank(void) {
+  spmdInit();
+  return rt().rank;
+}
+
+int32_t spmdWorldSize(void) {
+  spmdInit();
+  return rt().size;
+}
+
+int64_t spmdAxisIndex(int64_t packed, int64_t mask) {
+  spmdInit();
+  return groupColorKey(packed, mask).second;
+}
+
+int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
+                           int32_t dtype, int32_t kind, int64_t packed,
+                           int64_t mask) {
+  ncclComm_t comm = group(packed, mask);
+  checkNccl(ncclAllReduce(ptr(in), ptr(out), count, ncclType(dtype),
+                          ncclOp(kind), comm, rt().stream),
+            "ncclAllReduce");
+  return record("all_reduce");
+}
+
+int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
+                           int32_t dtype, int64_t root, int64_t packed,
+                           int64_t mask) {
+  ncclComm_t comm = group(packed, mask);
+  checkNccl(ncclBroadcast(ptr(in), ptr(out), count, ncclType(dtype),
+                          static_cast<int>(root), comm, rt().stream),
+            "ncclBroadcast");
+  return record("broadcast");
+}
+
+/// Gathers along `dim` of [outer, dim, inner]: NCCL gathers whole buffers
+/// rank after rank, so for outer > 1 it gathers into a scratch buffer and
+/// interleaves the chunks with one 2-D copy per rank.
+int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                           int64_t inner, int32_t dtype, int64_t packed,
+                           int64_t mask) {
+  ncclComm_t comm = group(packed, mask);
+  int n = groupSize(comm);
+  size_t elem = typeBytes(dtype);
+  size_t chunk = static_cast<size_t>(outer * dim * inner);
+  if (outer == 1) {
+    checkNccl(ncclAllGather(ptr(in), ptr(out), chunk, ncclType(dtype), comm,
+                            rt().stream),
+              "ncclAllGather");
+    return record("all_gather");
+  }
+  CUdeviceptr scratch;
+  spmd::gpu::checkCu(cuMemAllocAsync(&scratch, chunk * n * elem, rt().stream),
+                     "cuMemAllocAsync (all_gather)");
+  checkNccl(ncclAllGather(ptr(in), ptr(static_cast<int64_t>(scratch)), chunk,
+                          ncclType(dtype), comm, rt().stream),
+            "ncclAllGather");
+  size_t row = static_cast<size_t>(dim * inner) * elem;
+  for (int k = 0; k < n; ++k) {
+    CUDA_MEMCPY2D copy{};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = scratch + k * chunk * elem;
+    copy.srcPitch = row;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = static_cast<CUdeviceptr>(out) + k * row;
+    copy.dstPitch = row * n;
+    copy.WidthInBytes = row;
+    copy.Height = static_cast<size_t>(outer);
+    spmd::gpu::checkCu(cuMemcpy2DAsync(&copy, rt().stream),
+                       "cuMemcpy2DAsync (all_gather)");
+  }
+  spmd::gpu::checkCu(cuMemFreeAsync(scratch, rt().stream), "cuMemFreeAsync");
+  return record("all_gather");
+}
+
+/// Reduce-scatters along `dim` of [outer, dim, inner] (dim divisible by the
+/// group): for outer > 1 the chunks are first packed rank-major.
+int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
+                               int64_t dim, int64_t inner, int32_t dtype,
+                               int32_t kind, int64_t packed, int64_t mask) {
+  ncclComm_t comm = group(packed, mask);
+  int n = groupSize(comm);
+  size_t elem = typeBytes(dtype);
+  size_t local = static_cast<size_t>(outer * (dim / n) * inner);
+  if (outer == 1) {
+    checkNccl(ncclReduceScatter(ptr(in), ptr(out), local, ncclType(dtype),
+                                ncclOp(kind), comm, rt().stream),
+              "ncclReduceScatter");
+    return record("reduce_scatter");
+  }
+  CUdeviceptr scratch;
+  spmd::gpu::checkCu(cuMemAllocAsync(&scratch, local * n * elem, rt().stream),
+                     "cuMemAllocAsync (reduce_scatter)");
+  size_t row = static_cast<size_t>((dim / n) * inner) * elem;
+  for (int k = 0; k < n; ++k) {
+    CUDA_MEMCPY2D copy{};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = static_cast<CUdeviceptr>(in) + k * row;
+    copy.srcPitch = row * n;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = scratch + k * local * elem;
+    copy.dstPitch = row;
+    copy.WidthInBytes = row;
+    copy.Height = static_cast<size_t>(outer);
+    spmd::gpu::checkCu(cuMemcpy2DAsync(&copy, rt().stream),
+                       "cuMemcpy2DAsync (reduce_scatter)");
+  }
+  checkNccl(ncclReduceScatter(ptr(static_cast<int64_t>(scratch)), ptr(out),
+                              local, ncclType(dtype), ncclOp(kind), comm,
+                              rt().stream),
+            "ncclReduceScatter");
+  spmd::gpu::checkCu(cuMemFreeAsync(scratch, rt().stream), "cuMemFreeAsync");
+  return record("reduce_scatter");
+}
+
+int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
+                           int64_t d2, int64_t d3, int64_t splitDim,
+                           int64_t concatDim, int32_t dtype, int64_t packed,
+                           int64_t mask) {
+  ncclComm_t comm = group(packed, mask);
+  int n = groupSize(comm);
+  size_t elem = typeBytes(dtype);
+  int64_t dims[4] = {d0, d1, d2, d3};
+  // Only the layout where both the split and the concatenation are along
+  // dimension 0 is a plain exchange of contiguous chunks.
+  if (splitDim != 0 || concatDim != 0)
+    spmd::gpu::fail("all_to_all", "only split and concat along dimension 0 "
+                                  "are supported on the GPU");
+  size_t chunk = static_cast<size_t>((dims[0] / n) * d1 * d2 * d3);
+  checkNccl(ncclGroupStart(), "ncclGroupStart");
+  for (int k = 0; k < n; ++k) {
+    checkNccl(ncclSend(ptr(in + static_cast<int64_t>(k * chunk * elem)), chunk,
+                       ncclType(dtype), k, comm, rt().stream),
+              "ncclSend (all_to_all)");
+    checkNccl(ncclRecv(ptr(out + static_cast<int64_t>(k * chunk * elem)), chunk,
+                       ncclType(dtype), k, comm, rt().stream),
+              "ncclRecv (all_to_all)");
+  }
+  checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+  return record("all_to_all");
+}
+
+void spmdWait(int64_t handle) {
+  if (!handle)
+    return;
+  auto event = reinterpret_cast<CUevent>(handle);
+  waitPolling(event, "spmdWait");
+  spmd::gpu::checkCu(cuEventDestroy(event), "cuEventDestroy");
+}
+
+void spmdAllReduce(int64_t in, int64_t out, int64_t count, int32_t dtype,
+                   int32_t kind, int64_t packed, int64_t mask) {
+  spmdWait(spmdAllReduceStart(in, out, count, dtype, kind, packed, mask));
+}
+
+void spmdAllGather(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                   int64_t inner, int32_t dtype, int64_t packed, int64_t mask) {
+  spmdWait(spmdAllGatherStart(in, out, outer, dim, inner, dtype, packed, mask));
+}
+
+void spmdReduceScatter(int64_t in, int64_t out, int64_t outer, int64_t dim,
+                       int64_t inner, int32_t dtype, int32_t kind,
+                       int64_t packed, int64_t mask) {
+  spmdWait(spmdReduceScatterStart(in, out, outer, dim, inner, dtype, kind,
+                                  packed, mask));
+}
+
+void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
+                   int64_t d3, int64_t splitDim, int64_t concatDim,
+                   int32_t dtype, int64_t packed, int64_t mask) {
+  spmdWait(spmdAllToAll4Start(in, out, d0, d1, d2, d3, splitDim, concatDim,
+                              dtype, packed, mask));
+}
+
+void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
+                   int64_t root, int64_t packed, int64_t mask) {
+  spmdWait(spmdBroadcastStart(in, out, count, dtype, root, packed, mask));
+}
+
+void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
+                  int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
+                  int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc) {
+  spmd::gpu::ensureContext();
+  Runtime &r = rt();
+  if (!r.blas) {
+    checkBlas(cublasCreate(&r.blas), "cublasCreate");
+    checkBlas(cublasSetStream(r.blas, reinterpret_cast<cudaStream_t>(
+                                          static_cast<CUstream>(nullptr))),
+              "cublasSetStream");
+  }
+  if (order != 101)
+    spmd::gpu::fail("spmdGpuSgemm", "only row-major (CblasRowMajor) operands");
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap
+  // the operands and keep the transposition flags.
+  auto op = [](int32_t t) { return t == 112 ? CUBLAS_OP_T : CUBLAS_OP_N; };
+  checkBlas(cublasSgemm(r.blas, op(transB), op(transA), n, m, k, &alpha,
+                        static_cast<const float *>(ptr(b)), ldb,
+                        static_cast<const float *>(ptr(a)), lda, &beta,
+                        static_cast<float *>(ptr(c)), ldc),
+            "cublasSgemm");
+  // Kernels of the program run synchronously; so does the matmul.
+  spmd::gpu::checkCu(cuCtxSynchronize(), "cuCtxSynchronize (sgemm)");
+}
+
+} // extern "C"
