@@ -47,7 +47,11 @@ if(spmd_static_ok)
   add_library(spmd_llvm_static INTERFACE)
   # What the MLIR libraries we link use; the rest follows from each
   # component's own link interface.
-  llvm_map_components_to_libnames(spmd_llvm_libs Support Core)
+  # spmd-gpu-opt's GPU lowering adds code generation (MLIR's GPU transforms
+  # reference the NVPTX and AMDGPU targets); a static archive only lends the
+  # objects a program references, so spmd-opt links none of it.
+  llvm_map_components_to_libnames(spmd_llvm_libs Support Core FrontendOpenMP
+                                  Passes IPO Linker IRReader NVPTX AMDGPU)
   target_link_libraries(spmd_llvm_static INTERFACE ${spmd_llvm_libs})
   get_property(spmd_imported DIRECTORY PROPERTY IMPORTED_TARGETS)
   foreach(target IN LISTS spmd_imported)

@@ -28,7 +28,8 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.spmd_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     [ToolSubst(t, unresolved="fatal")
-     for t in ["spmd-opt", "spmd-runtime-tests", "spmd-runtime-errors"]],
+     for t in ["spmd-opt", "spmd-gpu-opt", "spmd-runtime-tests",
+               "spmd-runtime-errors"]],
     tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
@@ -93,5 +94,20 @@ if subprocess.run([config.python_executable, "-c", "import torch_mlir.fx"],
                   capture_output=True).returncode == 0:
     config.available_features.add("torch")
 
+# The GPU path: `cuda-toolkit` (CUDA + NCCL found: kernels compile to cubins,
+# libSpmdGpuRuntime is built and programs link against it) and, only where
+# a GPU is present, `cuda-device` (GPU execution tests).
 if config.spmd_have_cuda:
     config.available_features.add("cuda-toolkit")
+    # The driver is linked through CUDA's stub (libcuda.so.1 is the real
+    # driver's, present only where a GPU is).
+    cuda_lib = os.path.join(config.spmd_cuda_root, "lib64")
+    config.substitutions.append(("%cuda_root", config.spmd_cuda_root))
+    config.substitutions.append(
+        ("%gpu_libs",
+         f"-L{spmd_lib} -lSpmdGpuRuntime -L{cuda_lib}/stubs -lcuda "
+         f"-Wl,-rpath,{spmd_lib}:{cuda_lib}"))
+    smi = shutil.which("nvidia-smi")
+    if smi and subprocess.run([smi, "-L"], capture_output=True,
+                              text=True).stdout.startswith("GPU"):
+        config.available_features.add("cuda-device")

@@ -69,7 +69,8 @@ def ConvertLinalgToBlasPass
     beta, C, ldc)`: beta = 1 since linalg.matmul accumulates into its init,
     or 0 when the init is a zero fill of the output right before the matmul
     (the fill is dropped). Other matmuls are left for the loop lowering. The program must then be linked
-    with (or run with) `libopenblas`.
+    with (or run with) `libopenblas`. `function=spmdGpuSgemm` calls the GPU
+    runtime's cuBLAS matmul instead (same signature, device pointers).
 
     ```mlir
     linalg.matmul ins(%a, %b : memref<64x128xf32>, memref<128x32xf32>)
@@ -80,6 +81,10 @@ def ConvertLinalgToBlasPass
         : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32) -> ()
     ```
   }];
+  let options = [
+    Option<"function", "function", "std::string", "\"cblas_sgemm\"",
+           "the function to call (cblas_sgemm's signature)">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect"];

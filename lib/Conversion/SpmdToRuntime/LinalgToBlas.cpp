@@ -1,4 +1,4 @@
-//===- LinalgToBlas.cpp - f32 matmuls on buffers to cblas_sgemm -----------===//
+//===- LinalgToBlas.cpp - f32 matmuls on buffers to an sgemm call ---------===//
 
 #include "Spmd/Conversion/Passes.h"
 
@@ -24,6 +24,8 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
 struct ConvertLinalgToBlasPass
     : public spmd::impl::ConvertLinalgToBlasPassBase<ConvertLinalgToBlasPass> {
+  using ConvertLinalgToBlasPassBase::ConvertLinalgToBlasPassBase;
+
   // A module pass: it declares cblas_sgemm in the module, which function
   // passes running in parallel must not do.
   void runOnOperation() override {
@@ -131,7 +133,7 @@ struct ConvertLinalgToBlasPass
                             beta,
                             pc,
                             ldc};
-    StringRef name = "cblas_sgemm";
+    StringRef name = function;
     if (!module.lookupSymbol<func::FuncOp>(name)) {
       OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
       auto decl = func::FuncOp::create(

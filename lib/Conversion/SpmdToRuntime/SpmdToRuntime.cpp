@@ -461,6 +461,8 @@ LogicalResult RuntimeLowering::registerStates(ArrayRef<StateOp> states) {
   b.setInsertionPointToStart(body);
   for (auto [i, constState] : llvm::enumerate(states)) {
     StateOp state = constState;
+    // Each state's registration carries the declaration's location.
+    Location loc = state.getLoc();
     RankedTensorType type = state.getTensorType();
     FailureOr<int32_t> code = dtype(state, type.getElementType());
     if (failed(code))

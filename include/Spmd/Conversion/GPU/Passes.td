@@ -1,0 +1,69 @@
+//===- Passes.td - spmd GPU conversion passes --------------*- tablegen -*-===//
+//
+// The passes of spmd-lower-to-nvvm that are spmd's own. They live apart from
+// the CPU conversions so that spmd-opt does not link the GPU toolchain
+// (NVPTX code generation); spmd-gpu-opt does.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMD_CONVERSION_GPU_PASSES_TD
+#define SPMD_CONVERSION_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def SpmdGpuMemoryPass : Pass<"spmd-gpu-memory", "::mlir::ModuleOp"> {
+  let summary = "Puts a bufferized program's buffers in GPU memory";
+  let description = [{
+    After bufferization (part of `spmd-lower-to-nvvm`), in every host
+    function: `memref.alloc`/`alloca` become `gpu.alloc` (device memory) and
+    `memref.dealloc` `gpu.dealloc`; `memref.copy` between contiguous buffers
+    of one type becomes `gpu.memcpy`, any other copy a `linalg.copy` (a
+    kernel later); each constant global is copied to the device once at
+    function entry and freed at return. Function arguments are taken to be
+    device buffers. Unsupported, with a diagnostic: mutable globals (state:
+    `spmd.state` stays on the CPU path for now) and constant globals with a
+    non-identity layout.
+    ```mlir
+    %a = memref.alloc() : memref<64xf32>
+    // becomes
+    %a = gpu.alloc () : memref<64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
+def SpmdGpuSerialKernelsPass
+    : Pass<"spmd-gpu-serial-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Runs linalg ops without parallel loops as one-thread kernels";
+  let description = [{
+    On buffers (part of `spmd-lower-to-nvvm`, before the parallel-loop
+    mapping): a linalg op whose loops are all reductions, or that has no
+    loops (0-d fills and arithmetic), is wrapped in a one-iteration
+    `scf.parallel`, so that it becomes a kernel of one thread instead of host
+    loops over device memory.
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%acc : memref<f32>)
+    // becomes
+    scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+      linalg.fill ins(%zero : f32) outs(%acc : memref<f32>)
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def SpmdVerifyGpuHostCodePass
+    : Pass<"spmd-verify-gpu-host-code", "::mlir::ModuleOp"> {
+  let summary = "Rejects host code that dereferences device memory";
+  let description = [{
+    After kernel outlining (part of `spmd-lower-to-nvvm`): any `memref.load`
+    or `memref.store` left in a host function would read or write a device
+    buffer on the CPU; each is reported with its location. Typical cause: a
+    scalar taken out of a tensor (`tensor.extract`, e.g. an optimizer's step
+    counter) outside a kernel.
+  }];
+}
+
+#endif // SPMD_CONVERSION_GPU_PASSES_TD

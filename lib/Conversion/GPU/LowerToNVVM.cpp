@@ -1,0 +1,140 @@
+//===- LowerToNVVM.cpp - the spmd-lower-to-nvvm pipeline ------------------===//
+//
+// A local program (after spmd-distribute) to host code in the LLVM dialect
+// that launches embedded cubins: decomposition and runtime calls as on the
+// CPU, bufferization, buffers on the device (spmd-gpu-memory), f32 matmuls
+// through cuBLAS (spmdGpuSgemm), every other linalg op a tiled parallel loop
+// mapped to blocks x threads and outlined into a kernel, kernels to NVVM and
+// to cubins with the CUDA toolkit's ptxas (gpu-module-to-binary), host code
+// through gpu-to-llvm. Collectives call the runtime ABI, which
+// libSpmdGpuRuntime implements on NCCL.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Conversion/GPU/Passes.h"
+#include "Spmd/Conversion/Passes.h"
+#include "Spmd/Dialect/Spmd/Transforms/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace {
+
+struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
+  PassOptions::Option<std::string> chip{*this, "chip",
+                                        llvm::cl::desc("GPU architecture"),
+                                        llvm::cl::init("sm_90")};
+  // MLIR 22's default PTX ISA is too old for sm_90: name it explicitly.
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX features (e.g. +ptx86)"),
+      llvm::cl::init("+ptx86")};
+  PassOptions::Option<unsigned> optLevel{
+      *this, "opt-level", llvm::cl::desc("kernel optimization level"),
+      llvm::cl::init(3)};
+  PassOptions::Option<int64_t> blockSize{
+      *this, "block-size",
+      llvm::cl::desc("threads per block along the innermost parallel loop"),
+      llvm::cl::init(256)};
+  PassOptions::Option<std::string> toolkit{
+      *this, "cuda-toolkit",
+      llvm::cl::desc("CUDA toolkit with ptxas (default: MLIR's search, "
+                     "e.g. /usr/local/cuda)"),
+      llvm::cl::init("")};
+};
+
+void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
+  // As on the CPU, up to buffers.
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeOptimizersPass());
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeForeachPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(spmd::createConvertSpmdToRuntimePass());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  // Device buffers; matmuls to cuBLAS; the rest to kernels.
+  spmd::ConvertLinalgToBlasPassOptions blas;
+  blas.function = "spmdGpuSgemm";
+  pm.addPass(spmd::createConvertLinalgToBlasPass(blas));
+  pm.addPass(spmd::createSpmdGpuMemoryPass());
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuSerialKernelsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
+      {options.blockSize}, /*noMinMaxBounds=*/true));
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(spmd::createSpmdVerifyGpuHostCodePass());
+  // Allocations, copies and launches on streams with tokens; host calls
+  // (collectives, sgemm) wait for what precedes them.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  // Kernels: NVVM, then cubins.
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  // Host: everything to LLVM.
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "bin";
+  binary.toolkitPath = options.toolkit;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+} // namespace
+
+void mlir::spmd::registerLowerToNVVMPipeline() {
+  PassPipelineRegistration<LowerToNVVMOptions>(
+      "spmd-lower-to-nvvm",
+      "Lowers a local spmd program for NVIDIA GPUs: decompose, runtime calls "
+      "(NCCL through libSpmdGpuRuntime), bufferize, device buffers, f32 "
+      "matmuls to cuBLAS, other linalg to tiled kernels, NVVM, cubins "
+      "(ptxas), host code to LLVM",
+      buildLowerToNVVM);
+}

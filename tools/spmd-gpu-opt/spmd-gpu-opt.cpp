@@ -1,0 +1,24 @@
+//===- spmd-gpu-opt.cpp - spmd-opt plus the GPU lowering ------------------===//
+//
+// Everything spmd-opt registers, plus spmd-lower-to-nvvm and the dialects and
+// targets it needs. A separate driver so that spmd-opt stays small and fast
+// to start (it does not link LLVM's GPU code generators).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/InitAll.h"
+#include "Spmd/InitAllGpu.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  mlir::spmd::registerAllDialects(registry);
+  mlir::spmd::registerGpuDialects(registry);
+  mlir::spmd::registerAllPasses();
+  mlir::spmd::registerGpuPasses();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "spmd GPU optimizer driver: spmd-opt + spmd-lower-to-nvvm\n",
+      registry));
+}
