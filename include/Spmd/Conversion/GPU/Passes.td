@@ -41,7 +41,12 @@ def SpmdGpuSerialKernelsPass
     mapping): a linalg op whose loops are all reductions, or that has no
     loops (0-d fills and arithmetic), is wrapped in a one-iteration
     `scf.parallel`, so that it becomes a kernel of one thread instead of host
-    loops over device memory.
+    loops over device memory. A full `linalg.reduce` of a buffer of rank 2 or
+    more with a float add/mul/max/min combiner is split first: a parallel
+    reduction of every row into a partial buffer (a `gpu.alloc`, filled with
+    the combiner's identity), then the one-thread reduction of the partials
+    into the accumulator (float results may differ from the sequential order
+    by rounding).
     ```mlir
     linalg.fill ins(%zero : f32) outs(%acc : memref<f32>)
     // becomes
@@ -51,6 +56,7 @@ def SpmdGpuSerialKernelsPass
     ```
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect"];
 }
 

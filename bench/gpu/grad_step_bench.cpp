@@ -1,0 +1,143 @@
+// The bench/gpu driver of the gradient step (grad_step.mlir.in), built for
+// the GPU (default) or the CPU path (-DSPMD_CPU). Sizes are the macros B, K,
+// N. The CPU build writes the step's outputs to a file; the GPU build checks
+// its outputs against that file and a double-precision reference, then
+// times the step (mean of REPEATS runs after one warm-up).
+//
+//   grad_step_cpu OUT.bin        grad_step_gpu REF.bin
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#ifndef REPEATS
+#define REPEATS 20
+#endif
+
+#ifndef SPMD_CPU
+extern "C" {
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
+void mgpuMemFree(void *ptr, void *stream);
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
+void mgpuStreamSynchronize(void *stream);
+}
+static void *devAlloc(size_t n) { return mgpuMemAlloc(n, nullptr, false); }
+static void copy(void *dst, const void *src, size_t n) {
+  mgpuMemcpy(dst, const_cast<void *>(src), n, nullptr);
+  mgpuStreamSynchronize(nullptr);
+}
+static void devFree(void *p) { mgpuMemFree(p, nullptr); }
+#else
+static void *devAlloc(size_t n) { return std::malloc(n); }
+static void copy(void *dst, const void *src, size_t n) {
+  std::memcpy(dst, src, n);
+}
+static void devFree(void *p) { std::free(p); }
+#endif
+
+template <int R> struct MemRef {
+  float *allocated, *aligned;
+  int64_t offset, sizes[R], strides[R];
+};
+template <> struct MemRef<0> {
+  float *allocated, *aligned;
+  int64_t offset;
+};
+struct Results {
+  MemRef<0> loss;
+  MemRef<2> grad;
+};
+extern "C" void _mlir_ciface_grad_step(Results *, MemRef<2> *, MemRef<2> *,
+                                       MemRef<2> *);
+
+static MemRef<2> upload(const std::vector<float> &h, int64_t rows,
+                        int64_t cols) {
+  auto *d = static_cast<float *>(devAlloc(h.size() * sizeof(float)));
+  copy(d, h.data(), h.size() * sizeof(float));
+  return {d, d, 0, {rows, cols}, {cols, 1}};
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s FILE\n", argv[0]);
+    return 2;
+  }
+  spmdInit();
+  auto X = [](int64_t i, int64_t k) {
+    return float(std::sin(0.3 * double(i % 97) + 0.7 * double(k % 89)));
+  };
+  auto W = [](int64_t k, int64_t n) {
+    return float(0.01 * double((k * 7 + n * 3) % 23 - 11));
+  };
+  auto Y = [](int64_t i, int64_t n) {
+    return float(std::cos(0.2 * double(i % 83) - 0.5 * double(n % 79)));
+  };
+  std::vector<float> x(size_t(B) * K), w(size_t(K) * N), y(size_t(B) * N);
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      x[i * K + k] = X(i, k);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n)
+      w[k * N + n] = W(k, n);
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t n = 0; n < N; ++n)
+      y[i * N + n] = Y(i, n);
+  MemRef<2> xd = upload(x, B, K), wd = upload(w, K, N), yd = upload(y, B, N);
+
+  Results r;
+  _mlir_ciface_grad_step(&r, &xd, &wd, &yd);
+  std::vector<float> out(1 + size_t(K) * N);
+  copy(out.data(), r.loss.aligned + r.loss.offset, sizeof(float));
+  copy(out.data() + 1, r.grad.aligned + r.grad.offset,
+       size_t(K) * N * sizeof(float));
+
+#ifdef SPMD_CPU
+  FILE *f = std::fopen(argv[1], "wb");
+  if (!f || std::fwrite(out.data(), sizeof(float), out.size(), f) !=
+                out.size()) {
+    std::perror(argv[1]);
+    return 1;
+  }
+  std::fclose(f);
+  std::printf("cpu: loss %.6f written to %s\n", out[0], argv[1]);
+  return 0;
+#else
+  std::vector<float> ref(out.size());
+  FILE *f = std::fopen(argv[1], "rb");
+  if (!f || std::fread(ref.data(), sizeof(float), ref.size(), f) !=
+                ref.size()) {
+    std::perror(argv[1]);
+    return 1;
+  }
+  std::fclose(f);
+  double worst = 0;
+  for (size_t j = 0; j < out.size(); ++j)
+    worst = std::fmax(worst, std::fabs(double(out[j]) - double(ref[j])) /
+                                 std::fmax(1.0, std::fabs(double(ref[j]))));
+  std::printf("check: gpu vs cpu path, %zu values, max relative deviation "
+              "%.1e: %s\n",
+              out.size(), worst, worst < 1e-4 ? "OK" : "WRONG");
+  for (int i = 0; i < 2; ++i) // warm-up (module loads, cuBLAS handles)
+    _mlir_ciface_grad_step(&r, &xd, &wd, &yd);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < REPEATS; ++i) {
+    _mlir_ciface_grad_step(&r, &xd, &wd, &yd);
+    devFree(r.loss.allocated);
+    devFree(r.grad.allocated);
+  }
+  mgpuStreamSynchronize(nullptr);
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - start)
+                  .count() /
+              REPEATS;
+  std::printf("time: spmd %.3f ms per step (%d x %d x %d, mean of %d)\n", ms,
+              B, K, N, REPEATS);
+  spmdFinalize();
+  return worst < 1e-4 ? 0 : 1;
+#endif
+}
