@@ -14,6 +14,13 @@
 extern "C" {
 #endif
 
+/* The device address of state `name`'s buffer (zero-filled when first
+ * made; later calls check the size and element type). Compiled programs
+ * call it for every state they read or write; the state functions of
+ * SpmdRuntime.h (spmdStateData, spmdStateBind, ...) return these device
+ * addresses. */
+int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype);
+
 /* cblas_sgemm's signature (row-major: order 101; transposes: 111 no, 112
  * yes) on device pointers, through cuBLAS; returns when C is written. */
 void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,

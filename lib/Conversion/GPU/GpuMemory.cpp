@@ -12,7 +12,9 @@
 
 #include "Spmd/Conversion/GPU/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 
@@ -27,6 +29,92 @@ namespace {
 
 bool isIdentityContiguous(MemRefType type) {
   return type.getLayout().isIdentity() && type.hasStaticShape();
+}
+
+/// Marks host loads/stores of host copies (for spmd-verify-gpu-host-code).
+constexpr llvm::StringLiteral kHostCopyAttr = "spmd.host_copy";
+
+/// The runtime's device buffer for the state `get` names, as a memref:
+/// `spmdGpuStateAddress(name, bytes, dtype)` (zero-filled when first made)
+/// returns its address, from which the memref descriptor is built in the
+/// LLVM dialect's layout and cast to the memref type (the cast folds away
+/// when the rest is lowered to LLVM). A function returning a memref would
+/// need the C interface, whose wrapper gpu-to-llvm does not generate for
+/// declarations.
+FailureOr<Value> stateBuffer(OpBuilder &b, memref::GetGlobalOp get,
+                             ModuleOp module) {
+  Location loc = get.getLoc();
+  MemRefType type = get.getType();
+  Type element = type.getElementType();
+  int32_t code;
+  if (element.isF32())
+    code = 0;
+  else if (element.isF64())
+    code = 1;
+  else if (element.isInteger(32))
+    code = 2;
+  else if (element.isInteger(64))
+    code = 3;
+  else
+    return get.emitError("spmd-gpu-memory: state of element type ")
+           << element << " (supported: f32, f64, i32, i64)";
+  MLIRContext *ctx = b.getContext();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = b.getI64Type();
+  StringRef callee = "spmdGpuStateAddress";
+  if (!module.lookupSymbol<func::FuncOp>(callee)) {
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    auto decl = func::FuncOp::create(
+        mb, loc, callee,
+        mb.getFunctionType({ptrType, i64, mb.getI32Type()}, {i64}));
+    decl.setPrivate();
+  }
+  // The name as a NUL-terminated string constant.
+  std::string symbol = ("__spmd_gpu_state_name_" + get.getName()).str();
+  if (!module.lookupSymbol(symbol)) {
+    std::string text = get.getName().str();
+    text.push_back('\0');
+    OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+    LLVM::GlobalOp::create(
+        mb, loc, LLVM::LLVMArrayType::get(mb.getI8Type(), text.size()),
+        /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
+        mb.getStringAttr(text));
+  }
+  int64_t bytes = type.getNumElements() * (element.getIntOrFloatBitWidth() / 8);
+  Value name = LLVM::AddressOfOp::create(b, loc, ptrType, symbol);
+  Value size = arith::ConstantIntOp::create(b, loc, bytes, 64);
+  Value dtype = arith::ConstantIntOp::create(b, loc, code, 32);
+  Value address = func::CallOp::create(b, loc, callee, TypeRange{i64},
+                                       ValueRange{name, size, dtype})
+                      .getResult(0);
+  Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, address);
+  // {allocated, aligned, offset, sizes[rank], strides[rank]}.
+  int64_t rank = type.getRank();
+  SmallVector<Type> fields{ptrType, ptrType, i64};
+  if (rank > 0) {
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+  }
+  auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+  Value desc = LLVM::UndefOp::create(b, loc, descType);
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
+  auto constant = [&](int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+  desc = LLVM::InsertValueOp::create(b, loc, desc, constant(0),
+                                     ArrayRef<int64_t>{2});
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    desc = LLVM::InsertValueOp::create(
+        b, loc, desc, constant(type.getDimSize(d)), ArrayRef<int64_t>{3, d});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, constant(stride),
+                                       ArrayRef<int64_t>{4, d});
+    stride *= type.getDimSize(d);
+  }
+  return UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
+                                            ValueRange{desc})
+      .getResult(0);
 }
 
 struct SpmdGpuMemoryPass
@@ -85,12 +173,22 @@ struct SpmdGpuMemoryPass
       auto get = cast<memref::GetGlobalOp>(op);
       auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
           get, get.getNameAttr());
-      if (!global || !global.getConstant())
-        return get.emitError("spmd-gpu-memory: mutable global @")
-               << get.getName()
-               << " (spmd.state) is not supported on the GPU yet; keep "
-                  "state on the host (spmd-lower-to-cpu)";
+      if (!global)
+        return get.emitError("spmd-gpu-memory: unknown global @")
+               << get.getName();
       auto type = get.getType();
+      if (!global.getConstant()) {
+        // State: the runtime's device buffer of that name.
+        if (!isIdentityContiguous(type))
+          return get.emitError("spmd-gpu-memory: state @")
+                 << get.getName() << " with a non-identity layout";
+        FailureOr<Value> buffer = stateBuffer(b, get, module);
+        if (failed(buffer))
+          return failure();
+        get.getResult().replaceAllUsesWith(*buffer);
+        get.erase();
+        continue;
+      }
       if (!isIdentityContiguous(type))
         return get.emitError("spmd-gpu-memory: constant global with a "
                              "non-identity layout");
@@ -104,6 +202,34 @@ struct SpmdGpuMemoryPass
       get.getResult().replaceAllUsesWith(device.getMemref());
       get.erase();
       constantCopies.push_back(device.getMemref());
+    }
+    // Scalars read or written on the host (`tensor.extract` of an optimizer
+    // step counter, ...) go through a host copy of the 0-d buffer.
+    SmallVector<Operation *> scalars;
+    func.walk([&](Operation *op) {
+      if (isa<memref::LoadOp, memref::StoreOp>(op) &&
+          !op->getParentOfType<linalg::LinalgOp>())
+        scalars.push_back(op);
+    });
+    for (Operation *op : scalars) {
+      Value device = isa<memref::LoadOp>(op)
+                         ? cast<memref::LoadOp>(op).getMemref()
+                         : cast<memref::StoreOp>(op).getMemref();
+      auto type = cast<MemRefType>(device.getType());
+      if (type.getRank() != 0)
+        continue; // left to spmd-verify-gpu-host-code
+      b.setInsertionPoint(op);
+      Location loc = op->getLoc();
+      Value host = memref::AllocaOp::create(b, loc, type);
+      if (isa<memref::LoadOp>(op)) {
+        gpu::MemcpyOp::create(b, loc, Type(), ValueRange{}, host, device);
+        op->setOperand(0, host);
+      } else {
+        op->setOperand(1, host);
+        b.setInsertionPointAfter(op);
+        gpu::MemcpyOp::create(b, loc, Type(), ValueRange{}, device, host);
+      }
+      op->setAttr(kHostCopyAttr, b.getUnitAttr());
     }
     // The constants' device copies live until the function returns.
     func.walk([&](func::ReturnOp ret) {

@@ -1,10 +1,10 @@
 //===- VerifyGpuHostCode.cpp - host code must not touch device memory ----===//
 //
 // After kernel outlining, every buffer of a host function is device memory
-// (spmd-gpu-memory), so a memref load or store left in host code (a
-// `tensor.extract` outside a kernel, a scalar loop the GPU mapping did not
-// take) would dereference a device pointer on the CPU. Reported, located,
-// instead of a crash at run time.
+// (spmd-gpu-memory), so a memref load or store left in host code (of a
+// buffer that is not a 0-d scalar spmd-gpu-memory copied to the host, or in
+// a loop the GPU mapping did not take) would dereference a device pointer on
+// the CPU. Reported, located, instead of a crash at run time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +28,8 @@ struct SpmdVerifyGpuHostCodePass
     bool failed = false;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       func.walk([&](Operation *op) {
-        if (!isa<memref::LoadOp, memref::StoreOp>(op))
+        if (!isa<memref::LoadOp, memref::StoreOp>(op) ||
+            op->hasAttr("spmd.host_copy"))
           return;
         op->emitError("spmd-lower-to-nvvm: host code reads or writes device "
                       "memory here (a scalar taken out of a tensor, or a "

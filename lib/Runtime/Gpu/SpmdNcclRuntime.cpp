@@ -45,6 +45,12 @@
 
 namespace {
 
+struct State {
+  CUdeviceptr buffer = 0;
+  int64_t bytes = 0;
+  int32_t dtype = 0;
+};
+
 struct Runtime {
   bool initialized = false;
   int rank = 0;
@@ -55,6 +61,8 @@ struct Runtime {
   std::map<std::pair<int64_t, int64_t>, ncclComm_t> groups;
   cublasHandle_t blas = nullptr;
   int device = -1;
+  std::map<std::string, State> states;
+  std::vector<std::string> stateOrder;
 };
 
 Runtime &rt() {
@@ -551,6 +559,74 @@ void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
 void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
                    int64_t root, int64_t packed, int64_t mask) {
   spmdWait(spmdBroadcastStart(in, out, count, dtype, root, packed, mask));
+}
+
+/// The device buffer of state `name`: made (zero-filled) on first use,
+/// checked for size and element type after.
+int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype) {
+  spmd::gpu::ensureContext();
+  Runtime &r = rt();
+  auto it = r.states.find(name);
+  if (it == r.states.end()) {
+    State st;
+    st.bytes = bytes;
+    st.dtype = dtype;
+    if (bytes > 0) {
+      spmd::gpu::checkCu(cuMemAlloc(&st.buffer, static_cast<size_t>(bytes)),
+                         "cuMemAlloc (state)");
+      spmd::gpu::checkCu(cuMemsetD8(st.buffer, 0, static_cast<size_t>(bytes)),
+                         "cuMemsetD8 (state)");
+    }
+    it = r.states.emplace(name, st).first;
+    r.stateOrder.push_back(name);
+  } else if (it->second.bytes != bytes || it->second.dtype != dtype) {
+    std::string what = std::string("state \"") + name +
+                       "\" used with another size or element type";
+    spmd::gpu::fail("spmdGpuStateAddress", what.c_str());
+  }
+  return static_cast<int64_t>(it->second.buffer);
+}
+
+void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
+                       int32_t dtype) {
+  if (spmdGpuStateAddress(name, bytes, dtype) != address) {
+    std::string what = std::string("state \"") + name +
+                       "\" registered at another address than its buffer";
+    spmd::gpu::fail("spmdStateRegister", what.c_str());
+  }
+}
+
+int64_t spmdStateData(const char *name, int64_t *bytes) {
+  auto it = rt().states.find(name);
+  if (it == rt().states.end()) {
+    std::string what = std::string("unknown state \"") + name + "\"";
+    spmd::gpu::fail("spmdStateData", what.c_str());
+  }
+  if (bytes)
+    *bytes = it->second.bytes;
+  return static_cast<int64_t>(it->second.buffer);
+}
+
+int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype) {
+  int64_t have = 0;
+  int64_t address = spmdStateData(name, &have);
+  const State &st = rt().states[name];
+  if (have != bytes || st.dtype != dtype) {
+    std::string what =
+        std::string("state \"") + name + "\" has another size or element type";
+    spmd::gpu::fail("spmdStateBind", what.c_str());
+  }
+  return address;
+}
+
+int64_t spmdStateCount(void) {
+  return static_cast<int64_t>(rt().stateOrder.size());
+}
+
+const char *spmdStateName(int64_t index) {
+  if (index < 0 || index >= spmdStateCount())
+    spmd::gpu::fail("spmdStateName", "index out of range");
+  return rt().stateOrder[static_cast<size_t>(index)].c_str();
 }
 
 void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,

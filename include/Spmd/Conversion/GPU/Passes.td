@@ -20,17 +20,28 @@ def SpmdGpuMemoryPass : Pass<"spmd-gpu-memory", "::mlir::ModuleOp"> {
     of one type becomes `gpu.memcpy`, any other copy a `linalg.copy` (a
     kernel later); each constant global is copied to the device once at
     function entry and freed at return. Function arguments are taken to be
-    device buffers. Unsupported, with a diagnostic: mutable globals (state:
-    `spmd.state` stays on the CPU path for now) and constant globals with a
-    non-identity layout.
+    device buffers. State (a mutable global from `spmd.state`) becomes the
+    runtime's device buffer of that name, `spmdGpuStateAddress(name, bytes,
+    dtype)` (zero-filled when first made; the host reaches it by name through
+    `spmdStateData`/`spmdStateBind`, which return device pointers on the
+    GPU). Host code that reads or writes a 0-d buffer (a `tensor.extract` of
+    an optimizer's step counter) goes through a host copy (`memref.alloca` +
+    `gpu.memcpy`). Unsupported, with a diagnostic: globals with a
+    non-identity layout and state of element types other than
+    f32/f64/i32/i64; other host accesses are left to
+    `spmd-verify-gpu-host-code`.
     ```mlir
     %a = memref.alloc() : memref<64xf32>
     // becomes
     %a = gpu.alloc () : memref<64xf32>
     ```
   }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect",
-                           "::mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def SpmdGpuSerialKernelsPass
