@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Prints the global spmd program spmd.compile builds for a train_check.py
+case (traced, imported through torch-mlir, wrapped with state, specs and the
+optimizer op), for a mesh of WORLD ranks, without compiling or running it.
+
+    python3 emit_program.py CASE [WORLD]
+"""
+
+import sys
+
+import torch
+
+import spmd
+from spmd import _importer, _program, _trace
+import train_check
+
+
+def main():
+    case = sys.argv[1]
+    world = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    model, opt, loss_fn = train_check.setup(case)
+
+    def train_step(model, opt, x, y):
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    x, y = train_check.data(case, torch.Generator().manual_seed(1))
+    local = train_check.GLOBAL_BATCH // world
+    traced = _trace.trace(train_step, (model, opt, x[:local], y[:local]), {},
+                          world, spmd.Shard(0))
+    imported = _importer.import_graph(traced.graph, _program.CALLEE)
+    print(_program.build(traced, imported, world).text)
+
+
+if __name__ == "__main__":
+    main()
