@@ -451,6 +451,12 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
   return track(std::move(p));
 }
 
+/* Groups of collectives (a coalesced collective's operands): MPI's
+ * non-blocking collectives already run concurrently, so a group needs no
+ * bookkeeping here (NCCL's runtime launches a group together). */
+void spmdGroupStart(void) {}
+void spmdGroupEnd(void) {}
+
 void spmdWait(int64_t handle) {
   Runtime &r = rt();
   auto it = r.pending.find(handle);

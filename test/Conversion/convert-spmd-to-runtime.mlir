@@ -34,6 +34,23 @@ func.func @async(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   return %r, %y : tensor<4x8xf32>, tensor<4x8xf32>
 }
 
+// Coalesced: one group of non-blocking calls (NCCL launches it as one
+// operation), then the waits, then the results.
+// CHECK-LABEL: func.func @coalesced
+// CHECK: call @spmdGroupStart() : () -> ()
+// CHECK: %[[H0:.*]] = call @spmdAllReduceStart(
+// CHECK: %[[H1:.*]] = call @spmdAllReduceStart(
+// CHECK: call @spmdGroupEnd() : () -> ()
+// CHECK: call @spmdWait(%[[H0]]) : (i64) -> ()
+// CHECK: call @spmdWait(%[[H1]]) : (i64) -> ()
+// CHECK: bufferization.to_tensor
+// CHECK: bufferization.to_tensor
+// CHECK-NOT: spmd.
+func.func @coalesced(%x: tensor<4x8xf32>, %y: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  %r:2 = spmd.all_reduce %x, %y on @m axes = [0] sum : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+  return %r#0, %r#1 : tensor<4x8xf32>, tensor<8xf32>
+}
+
 // State becomes a public zero-initialized global; loads copy out, stores in;
 // every function that touches state first registers it by name.
 // CHECK: memref.global "public" @fc.w : memref<4xf32> = dense<0.000000e+00> {alignment = 128 : i64}

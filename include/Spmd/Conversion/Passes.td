@@ -18,6 +18,11 @@ def ConvertSpmdToRuntimePass
       libSpmdRuntime with their addresses (`spmdAllReduce`, `spmdAllGather`,
       `spmdReduceScatter`, `spmdAllToAll4`, `spmdBroadcast`); the result
       tensor is the output buffer;
+    - a coalesced collective (several operands) is one group: each
+      operand's `...Start` form between `spmdGroupStart()` and
+      `spmdGroupEnd()` (NCCL launches the group as one operation; MPI runs
+      the non-blocking calls concurrently), then, if synchronous, one
+      `spmdWait` per operand;
     - an asynchronous collective calls the `...Start` form (non-blocking
       MPI), which returns a handle; each `spmd.wait` of its futures calls
       `spmdWait(handle)` and yields the output buffer as a tensor, so the

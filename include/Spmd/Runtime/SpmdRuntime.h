@@ -88,6 +88,12 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
                            int64_t axesMask);
 void spmdWait(int64_t handle);
 
+/* Brackets the `...Start` calls of one coalesced collective (one per
+ * operand), which compiled programs then wait for: NCCL launches a group as
+ * one operation; with MPI they are plain non-blocking calls. */
+void spmdGroupStart(void);
+void spmdGroupEnd(void);
+
 /* State registry: the named buffers that live across steps. Compiled
  * programs register their state (spmd.state) on every call that uses it;
  * the host then reads and writes it in place by name. Registering a name

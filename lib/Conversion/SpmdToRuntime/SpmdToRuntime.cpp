@@ -168,6 +168,13 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
   auto [meshCode, mask] = *grp;
   Location loc = operation->getLoc();
   b.setInsertionPoint(operation);
+  // A coalesced collective (several operands) is one group: every operand's
+  // non-blocking form between spmdGroupStart and spmdGroupEnd (NCCL launches
+  // them together), then, if the op is synchronous, the waits.
+  bool grouped = op.getInputs().size() > 1;
+  if (grouped)
+    call("spmdGroupStart", {}, {}, loc);
+  SmallVector<Value> handles;
   SmallVector<Value> results;
   for (auto [input, result] :
        llvm::zip(op.getInputs(), operation->getResults())) {
@@ -189,7 +196,7 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
     // The asynchronous form calls <name>Start, which returns a handle.
     Value handle;
     auto collective = [&](StringRef name, ValueRange args) {
-      if (!async) {
+      if (!async && !grouped) {
         call(name, args, {}, loc);
         return;
       }
@@ -252,8 +259,18 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
       pending[result] = {handle, out, outType};
       continue;
     }
+    if (grouped)
+      handles.push_back(handle);
     results.push_back(bufferization::ToTensorOp::create(
         b, loc, outType, out, /*restrict=*/true, /*writable=*/true));
+  }
+  if (grouped) {
+    call("spmdGroupEnd", {}, {}, loc);
+    for (Value handle : handles)
+      call("spmdWait", {handle}, {}, loc);
+    // The results are read only after the waits.
+    for (Value r : results)
+      r.getDefiningOp()->moveBefore(operation);
   }
   if (async) {
     started.push_back(operation);

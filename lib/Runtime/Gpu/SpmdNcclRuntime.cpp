@@ -14,9 +14,12 @@
 // forms wait for it, the `...Start` forms record an event that spmdWait
 // waits for, so kernels on other streams overlap with communication.
 // Communicators: one per (mesh, axes) group, split from the world
-// communicator. Every NCCL/CUDA result is checked and reported with the
-// rank and the operation; while waiting, ncclCommGetAsyncError is polled, so
-// a failed peer ends the job instead of hanging it.
+// communicator. A coalesced collective's operations are one NCCL group
+// (spmdGroupStart/End); what must follow them on the stream (events, copies
+// out of scratch buffers) is enqueued when the group ends. Every NCCL/CUDA
+// result is checked and reported with the rank and the operation; while
+// waiting, ncclCommGetAsyncError is polled, so a failed peer ends the job
+// instead of hanging it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +40,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -63,6 +67,11 @@ struct Runtime {
   int device = -1;
   std::map<std::string, State> states;
   std::vector<std::string> stateOrder;
+  // Inside spmdGroupStart/End: NCCL enqueues the group's operations at the
+  // end, so what must follow them on the stream (events, copies out of
+  // scratch buffers) waits until then.
+  int groupDepth = 0;
+  std::vector<std::function<void()>> afterGroup;
 };
 
 Runtime &rt() {
@@ -241,17 +250,41 @@ std::pair<int, int> groupColorKey(int64_t packed, int64_t mask) {
   return {color, key};
 }
 
+/// Runs `fn` now, or after the current group's operations are enqueued.
+void afterEnqueued(std::function<void()> fn) {
+  if (rt().groupDepth > 0)
+    rt().afterGroup.push_back(std::move(fn));
+  else
+    fn();
+}
+
+/// Ends an open NCCL group and runs what waited for it.
+void flushGroup() {
+  checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+  std::vector<std::function<void()>> work;
+  work.swap(rt().afterGroup);
+  for (auto &fn : work)
+    fn();
+}
+
 ncclComm_t group(int64_t packed, int64_t mask) {
   spmdInit();
   auto key = std::make_pair(packed, mask);
   auto it = rt().groups.find(key);
   if (it != rt().groups.end())
     return it->second;
+  // Communicators are made outside groups: close the open one (its
+  // operations are enqueued in order) and reopen it after.
+  bool reopen = rt().groupDepth > 0;
+  if (reopen)
+    flushGroup();
   auto [color, rankInGroup] = groupColorKey(packed, mask);
   ncclComm_t comm;
   checkNccl(ncclCommSplit(rt().world, color, rankInGroup, &comm, nullptr),
             "ncclCommSplit");
   rt().groups[key] = comm;
+  if (reopen)
+    checkNccl(ncclGroupStart(), "ncclGroupStart");
   return comm;
 }
 
@@ -284,7 +317,9 @@ int64_t record(const char *op) {
   CUevent event;
   spmd::gpu::checkCu(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
                      "cuEventCreate");
-  spmd::gpu::checkCu(cuEventRecord(event, rt().stream), op);
+  afterEnqueued([event, op] {
+    spmd::gpu::checkCu(cuEventRecord(event, rt().stream), op);
+  });
   return reinterpret_cast<int64_t>(event);
 }
 
@@ -440,20 +475,23 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
                           ncclType(dtype), comm, rt().stream),
             "ncclAllGather");
   size_t row = static_cast<size_t>(dim * inner) * elem;
-  for (int k = 0; k < n; ++k) {
-    CUDA_MEMCPY2D copy{};
-    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.srcDevice = scratch + k * chunk * elem;
-    copy.srcPitch = row;
-    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.dstDevice = static_cast<CUdeviceptr>(out) + k * row;
-    copy.dstPitch = row * n;
-    copy.WidthInBytes = row;
-    copy.Height = static_cast<size_t>(outer);
-    spmd::gpu::checkCu(cuMemcpy2DAsync(&copy, rt().stream),
-                       "cuMemcpy2DAsync (all_gather)");
-  }
-  spmd::gpu::checkCu(cuMemFreeAsync(scratch, rt().stream), "cuMemFreeAsync");
+  // Interleaving the gathered chunks must follow the gather itself.
+  afterEnqueued([=] {
+    for (int k = 0; k < n; ++k) {
+      CUDA_MEMCPY2D copy{};
+      copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+      copy.srcDevice = scratch + k * chunk * elem;
+      copy.srcPitch = row;
+      copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+      copy.dstDevice = static_cast<CUdeviceptr>(out) + k * row;
+      copy.dstPitch = row * n;
+      copy.WidthInBytes = row;
+      copy.Height = static_cast<size_t>(outer);
+      spmd::gpu::checkCu(cuMemcpy2DAsync(&copy, rt().stream),
+                         "cuMemcpy2DAsync (all_gather)");
+    }
+    spmd::gpu::checkCu(cuMemFreeAsync(scratch, rt().stream), "cuMemFreeAsync");
+  });
   return record("all_gather");
 }
 
@@ -493,7 +531,9 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
                               local, ncclType(dtype), ncclOp(kind), comm,
                               rt().stream),
             "ncclReduceScatter");
-  spmd::gpu::checkCu(cuMemFreeAsync(scratch, rt().stream), "cuMemFreeAsync");
+  afterEnqueued([scratch] {
+    spmd::gpu::checkCu(cuMemFreeAsync(scratch, rt().stream), "cuMemFreeAsync");
+  });
   return record("reduce_scatter");
 }
 
@@ -524,7 +564,22 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
   return record("all_to_all");
 }
 
+void spmdGroupStart(void) {
+  spmdInit();
+  if (rt().groupDepth++ == 0)
+    checkNccl(ncclGroupStart(), "ncclGroupStart");
+}
+
+void spmdGroupEnd(void) {
+  if (rt().groupDepth <= 0)
+    spmd::gpu::fail("spmdGroupEnd", "no group is open");
+  if (--rt().groupDepth == 0)
+    flushGroup();
+}
+
 void spmdWait(int64_t handle) {
+  if (rt().groupDepth > 0)
+    spmd::gpu::fail("spmdWait", "waiting inside a group would deadlock");
   if (!handle)
     return;
   auto event = reinterpret_cast<CUevent>(handle);
