@@ -2,6 +2,8 @@
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 
+#include "MeshGroup.h"
+
 #include <malloc.h>
 #include <mpi.h>
 
@@ -118,17 +120,6 @@ MPI_Op mpiOp(int32_t kind, const char *call) {
   fail(call, "unknown reduction kind %d", kind);
 }
 
-std::vector<int64_t> unpackShape(int64_t packed) {
-  std::vector<int64_t> shape;
-  for (int a = 0; a < 4; ++a) {
-    int64_t size = (packed >> (16 * a)) & 0xFFFF;
-    if (size == 0)
-      break;
-    shape.push_back(size);
-  }
-  return shape;
-}
-
 /// The communicator of the group spanned by `axesMask` that this rank is in.
 /// Created once per (mesh, axes) and cached.
 MPI_Comm groupComm(int64_t meshShape, int64_t axesMask, const char *call,
@@ -138,27 +129,12 @@ MPI_Comm groupComm(int64_t meshShape, int64_t axesMask, const char *call,
   auto key = std::make_pair(meshShape, axesMask);
   auto it = r.comms.find(key);
   if (it == r.comms.end()) {
-    std::vector<int64_t> shape = unpackShape(meshShape);
-    int64_t total = 1;
-    for (int64_t s : shape)
-      total *= s;
-    if (total != r.size)
+    spmd::runtime::GroupPosition g =
+        spmd::runtime::groupPosition(meshShape, axesMask, r.rank);
+    if (g.meshSize != r.size)
       fail(call, "the mesh has %lld ranks but the job has %d",
-           static_cast<long long>(total), r.size);
-    // Coordinates of this rank (row-major, last axis fastest).
-    std::vector<int64_t> coord(shape.size());
-    int64_t rest = r.rank;
-    for (int a = static_cast<int>(shape.size()) - 1; a >= 0; --a) {
-      coord[a] = rest % shape[a];
-      rest /= shape[a];
-    }
-    int64_t color = 0, keyInGroup = 0;
-    for (size_t a = 0; a < shape.size(); ++a) {
-      if (axesMask & (int64_t(1) << a))
-        keyInGroup = keyInGroup * shape[a] + coord[a];
-      else
-        color = color * shape[a] + coord[a];
-    }
+           static_cast<long long>(g.meshSize), r.size);
+    int64_t color = g.color, keyInGroup = g.key;
     MPI_Comm comm;
     check(MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(color),
                          static_cast<int>(keyInGroup), &comm),

@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../MeshGroup.h"
 #include "GpuCommon.h"
 
 #include "Spmd/Runtime/SpmdGpuRuntime.h"
@@ -217,37 +218,13 @@ ncclRedOp_t ncclOp(int32_t kind) {
   spmd::gpu::fail("collective", "unknown reduction kind");
 }
 
-/// The mesh shape (16 bits per axis, axis 0 lowest) and this rank's
-/// coordinates (row-major, last axis fastest).
-std::vector<int64_t> meshShape(int64_t packed) {
-  std::vector<int64_t> shape;
-  for (; packed; packed >>= 16)
-    shape.push_back(packed & 0xffff);
-  return shape;
-}
-
-/// (color, key) of this rank's group over the masked axes.
+/// (color, key) of this rank's group over the masked axes (MeshGroup.h).
 std::pair<int, int> groupColorKey(int64_t packed, int64_t mask) {
-  std::vector<int64_t> shape = meshShape(packed);
-  int64_t total = 1;
-  for (int64_t s : shape)
-    total *= s;
-  if (total != rt().size)
+  spmd::runtime::GroupPosition g =
+      spmd::runtime::groupPosition(packed, mask, rt().rank);
+  if (g.meshSize != rt().size)
     spmd::gpu::fail("collective", "the mesh does not match the job size");
-  std::vector<int64_t> coord(shape.size());
-  int64_t r = rt().rank;
-  for (size_t a = shape.size(); a-- > 0;) {
-    coord[a] = r % shape[a];
-    r /= shape[a];
-  }
-  int color = 0, key = 0;
-  for (size_t a = 0; a < shape.size(); ++a) {
-    if (mask & (int64_t(1) << a))
-      key = key * static_cast<int>(shape[a]) + static_cast<int>(coord[a]);
-    else
-      color = color * static_cast<int>(shape[a]) + static_cast<int>(coord[a]);
-  }
-  return {color, key};
+  return {static_cast<int>(g.color), static_cast<int>(g.key)};
 }
 
 /// Runs `fn` now, or after the current group's operations are enqueued.

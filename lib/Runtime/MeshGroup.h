@@ -1,0 +1,60 @@
+//===- MeshGroup.h - which group of a mesh a rank is in ---------*- C++ -*-===//
+//
+// Shared by the MPI and the NCCL runtimes: a mesh shape comes packed 16 bits
+// per axis (axis 0 lowest, up to 4 axes), ranks are laid out row-major (last
+// axis fastest), and the group over a mask of axes is identified by the
+// coordinates outside the mask (its color) while the coordinates inside,
+// row-major, give the rank's position in it (its key) — the order compiled
+// programs assume for gathered and scattered chunks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMD_RUNTIME_MESHGROUP_H
+#define SPMD_RUNTIME_MESHGROUP_H
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace spmd::runtime {
+
+inline std::vector<int64_t> unpackMeshShape(int64_t packed) {
+  std::vector<int64_t> shape;
+  for (int a = 0; a < 4; ++a) {
+    int64_t size = (packed >> (16 * a)) & 0xFFFF;
+    if (size == 0)
+      break;
+    shape.push_back(size);
+  }
+  return shape;
+}
+
+struct GroupPosition {
+  int64_t meshSize = 1; ///< ranks in the mesh
+  int64_t color = 0;    ///< which group (coordinates outside the mask)
+  int64_t key = 0;      ///< position in the group (coordinates inside)
+};
+
+inline GroupPosition groupPosition(int64_t packed, int64_t mask, int64_t rank) {
+  std::vector<int64_t> shape = unpackMeshShape(packed);
+  GroupPosition g;
+  for (int64_t s : shape)
+    g.meshSize *= s;
+  std::vector<int64_t> coord(shape.size());
+  int64_t rest = rank;
+  for (int a = static_cast<int>(shape.size()) - 1; a >= 0; --a) {
+    coord[a] = rest % shape[a];
+    rest /= shape[a];
+  }
+  for (std::size_t a = 0; a < shape.size(); ++a) {
+    if (mask & (int64_t(1) << a))
+      g.key = g.key * shape[a] + coord[a];
+    else
+      g.color = g.color * shape[a] + coord[a];
+  }
+  return g;
+}
+
+} // namespace spmd::runtime
+
+#endif // SPMD_RUNTIME_MESHGROUP_H
