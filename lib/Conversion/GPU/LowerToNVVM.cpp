@@ -88,6 +88,7 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   pm.addPass(spmd::createConvertLinalgToBlasPass(blas));
   pm.addPass(spmd::createSpmdGpuMemoryPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuSerialKernelsPass());
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuParallelLoopsOuterPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
       {options.blockSize}, /*noMinMaxBounds=*/true));

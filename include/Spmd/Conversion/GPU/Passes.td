@@ -71,6 +71,26 @@ def SpmdGpuSerialKernelsPass
                            "::mlir::scf::SCFDialect"];
 }
 
+def SpmdGpuParallelLoopsOuterPass
+    : Pass<"spmd-gpu-parallel-loops-outer", "::mlir::func::FuncOp"> {
+  let summary = "Moves a linalg op's parallel dimensions before its reductions";
+  let description = [{
+    On buffers (part of `spmd-lower-to-nvvm`, before the parallel-loop
+    mapping): a linalg op with a reduction dimension before a parallel one
+    (a bias gradient summing over the batch) is generalized and its
+    dimensions interchanged, parallel ones first in their order, so that it
+    becomes one kernel whose threads each loop over the reduction instead of
+    a host loop launching a kernel per reduction step. The computation and
+    the order of each reduction are unchanged.
+    ```mlir
+    linalg.generic {iterator_types = ["reduction", "parallel"], ...}
+    // becomes
+    linalg.generic {iterator_types = ["parallel", "reduction"], ...}
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def SpmdVerifyGpuHostCodePass
     : Pass<"spmd-verify-gpu-host-code", "::mlir::ModuleOp"> {
   let summary = "Rejects host code that dereferences device memory";
