@@ -328,3 +328,76 @@ func.func @data_movement(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@dp, [shard
   %c = tensor.concat dim(1) %p, %x, %s : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<8x10xf32>
   return %c : tensor<8x10xf32>
 }
+
+// -----
+
+// A gather (torch-mlir's embedding): the payload reads the embedding column
+// through `linalg.index 2` and the table captured from above. The batch
+// dimension stays sharded (no gather of the token ids); the indexed dimension
+// is never sharded, and the captured table is read whole (replicated here).
+spmd.mesh @dp(shape = 2)
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[IDS:.*]]: tensor<2x3xi64> {{.*}}, %[[TABLE:.*]]: tensor<10x4xf32> {{.*}}) -> (tensor<2x3x4xf32>
+// CHECK-NOT: spmd.all_gather
+// CHECK: linalg.generic {{.*}} ins(%[[IDS]] : tensor<2x3xi64>) outs(%{{.*}} : tensor<2x3x4xf32>)
+// CHECK: linalg.index 2
+// CHECK: tensor.extract %[[TABLE]]
+func.func @embedding(%ids: tensor<4x3xi64> {spmd.spec = #spmd.spec<@dp, [shard<0>]>},
+                     %table: tensor<10x4xf32> {spmd.spec = #spmd.spec<@dp, [replicate]>})
+    -> (tensor<4x3x4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) {
+  %e = tensor.empty() : tensor<4x3x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ids : tensor<4x3xi64>) outs(%e : tensor<4x3x4xf32>) {
+  ^bb0(%id: i64, %out: f32):
+    %row = arith.index_cast %id : i64 to index
+    %col = linalg.index 2 : index
+    %v = tensor.extract %table[%row, %col] : tensor<10x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x3x4xf32>
+  return %r : tensor<4x3x4xf32>
+}
+
+// -----
+
+// The payload reads the position along the sharded dimension (an arange over
+// the batch): that dimension is computed whole, from the gathered input.
+spmd.mesh @dp(shape = 2)
+// CHECK-LABEL: func.func @positions
+// CHECK: %[[ALL:.*]] = spmd.all_gather %{{.*}} on @dp axes = [0] gather_dim = 0 : tensor<2xf32> -> tensor<4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[ALL]] : tensor<4xf32>)
+// CHECK: linalg.index 0
+func.func @positions(%x: tensor<4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>})
+    -> (tensor<4xf32> {spmd.spec = #spmd.spec<@dp, [replicate]>}) {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %i : index to i64
+    %f = arith.sitofp %c : i64 to f32
+    %s = arith.addf %v, %f : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A table captured by the payload is made whole before the op even when it
+// is sharded (here the table arrives sharded by rows).
+spmd.mesh @dp(shape = 2)
+// CHECK-LABEL: func.func @captured_sharded
+// CHECK: %[[WHOLE:.*]] = spmd.all_gather %{{.*}} on @dp axes = [0] gather_dim = 0 : tensor<5x4xf32> -> tensor<10x4xf32>
+// CHECK: linalg.generic
+// CHECK: tensor.extract %[[WHOLE]]
+func.func @captured_sharded(%ids: tensor<4xi64> {spmd.spec = #spmd.spec<@dp, [shard<0>]>},
+                            %table: tensor<10x4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>})
+    -> (tensor<4x4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) {
+  %e = tensor.empty() : tensor<4x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<4xi64>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%id: i64, %out: f32):
+    %row = arith.index_cast %id : i64 to index
+    %col = linalg.index 1 : index
+    %v = tensor.extract %table[%row, %col] : tensor<10x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}

@@ -178,7 +178,7 @@ void Propagator::place(Operation *op) {
         if (factor.group != g || ShapedType::isDynamic(factor.size) ||
             factor.size < n)
           continue;
-        if (factor.isReduction && !factor.combiner)
+        if ((factor.isReduction && !factor.combiner) || !factor.shardable)
           continue;
         int64_t split = factorSplit[f] * n;
         bool even = factor.size % split == 0;

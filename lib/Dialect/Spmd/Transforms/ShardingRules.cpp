@@ -108,9 +108,6 @@ FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics())
     return failure();
   Block *body = op.getBlock();
-  // Payloads that read the iteration index depend on global positions.
-  if (body && !body->getOps<linalg::IndexOp>().empty())
-    return failure();
 
   ShardingRule rule;
   // Named ops build their indexing maps on every query: fetch them once.
@@ -122,6 +119,14 @@ FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
     factor.isReduction = iterator == utils::IteratorType::reduction;
     rule.factors.push_back(factor);
   }
+
+  // A payload that reads an iteration index (arange, one-hot, the column of
+  // a gather) depends on that dimension's global position: it stays whole.
+  if (body)
+    body->walk([&](linalg::IndexOp index) {
+      if (index.getDim() < rule.factors.size())
+        rule.factors[index.getDim()].shardable = false;
+    });
 
   bool hasReduction =
       llvm::any_of(rule.factors, [](auto &f) { return f.isReduction; });

@@ -32,6 +32,9 @@ struct ShardingRule {
     std::optional<ReductionKind> combiner;
     /// Only an evenly divisible size may be sharded (reshapes).
     bool requiresEven = false;
+    /// False when the op reads the factor's global position (a linalg
+    /// payload's `linalg.index`): it is never sharded.
+    bool shardable = true;
     unsigned group = 0;
   };
 
