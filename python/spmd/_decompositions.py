@@ -5,7 +5,8 @@ backward ops replaced: PyTorch decomposes `nll_loss_backward` into a scatter
 and `embedding_dense_backward` into an accumulating `index_put`, which
 torch-mlir lowers to `tm_tensor.scatter`, outside linalg. Both are rewritten
 here as one-hot formulations that stay in linalg (elementwise compares and a
-matmul) and distribute like any other linalg op. GELU is decomposed by
+matmul) and distribute like any other linalg op; so is `nll_loss_forward`,
+whose gather along the batch would make the batch dimension unshardable. GELU is decomposed by
 PyTorch's own rules (see below).
 """
 
@@ -45,6 +46,42 @@ def _nll_loss_backward(grad_output, self, target, weight, reduction,
     return grad_input * grad_output
 
 
+def _nll_loss_forward(self, target, weight, reduction, ignore_index):
+    # torch/_refs nll_loss order: -logp[target] * w, ignored entries 0, then
+    # sum or sum / total_weight. The pick is a one-hot select summed over
+    # the classes (one value plus exact zeros: the same number as a gather),
+    # which keeps the batch dimension shardable.
+    channel_dim = 0 if self.dim() < 2 else 1
+    classes = torch.arange(self.shape[channel_dim], device=self.device)
+    tgt = target.unsqueeze(channel_dim)
+    if channel_dim == 1:
+        classes = classes.unsqueeze(0)
+    hit = tgt == classes
+    zero = torch.zeros((), dtype=self.dtype)
+    picked = torch.where(hit, self, zero).sum(channel_dim)
+    valid = target != ignore_index
+    if weight is not None:
+        shape = [1] * self.dim()
+        shape[channel_dim] = weight.shape[0]
+        w = torch.where(hit, weight.reshape(shape), zero).sum(channel_dim)
+        result = -picked * w
+    else:
+        w = None
+        result = -picked
+    result = torch.where(valid, result, zero)
+    if reduction == 0 and self.dim() > 1:  # none
+        return result, torch.zeros((), dtype=self.dtype)
+    if w is not None:
+        total_weight = torch.where(valid, w, zero).sum()
+    else:
+        total_weight = valid.sum().to(self.dtype)
+    if reduction == 2:  # sum
+        result = result.sum()
+    elif reduction == 1:  # mean
+        result = result.sum() / total_weight
+    return result, total_weight
+
+
 def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
                               scale_grad_by_freq):
     if scale_grad_by_freq:
@@ -66,6 +103,7 @@ def decomposition_table():
     # 0.797724 (2e-4 off); PyTorch's own decompositions use the exact
     # constant, and the backward must match the forward.
     table.update(get_decompositions([aten.gelu, aten.gelu_backward]))
+    table[aten.nll_loss_forward.default] = _nll_loss_forward
     table[aten.nll_loss_backward.default] = _nll_loss_backward
     table[aten.embedding_dense_backward.default] = _embedding_dense_backward
     return table

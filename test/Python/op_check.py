@@ -68,6 +68,10 @@ CASES = {
     "cross_entropy_sum": (lambda h, m, t: F.cross_entropy(h, t,
                                                           reduction="sum"),
                           ce_target),
+    "cross_entropy_none_smoothing": (
+        lambda h, m, t: (F.cross_entropy(h, t, reduction="none").pow(2).mean()
+                         + F.cross_entropy(h, t, label_smoothing=0.1)),
+        ce_target),
     "mse_loss": (lambda h, m, t: F.mse_loss(h, m.v[:1].expand_as(h)), None),
     "layer_norm": (lambda h, m, t: F.layer_norm(h, (DIM,), m.c, m.c * 0.5)
                    .pow(2).mean(), None),
