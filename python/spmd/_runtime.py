@@ -46,14 +46,23 @@ def world_size() -> int:
     return runtime().spmdWorldSize()
 
 
+def _all_reduce_i64(value: int, kind: int) -> int:
+    lib = runtime()
+    buf = ctypes.c_int64(value)
+    out = ctypes.c_int64(0)
+    lib.spmdAllReduce(ctypes.addressof(buf), ctypes.addressof(out), 1,
+                      3, kind, world_size(), 1)  # SPMD_I64
+    return out.value
+
+
 def all_ranks_max(value: int) -> int:
     """The largest of every rank's `value` (a status flag exchange)."""
-    lib = runtime()
-    buf = ctypes.c_int32(value)
-    out = ctypes.c_int32(0)
-    lib.spmdAllReduce(ctypes.addressof(buf), ctypes.addressof(out), 1, 2, 2,
-                      world_size(), 1)
-    return out.value
+    return _all_reduce_i64(value, 2)  # SPMD_MAX
+
+
+def all_ranks_agree(value: int) -> bool:
+    """Whether every rank passed the same `value`."""
+    return _all_reduce_i64(value, 2) == _all_reduce_i64(value, 3)  # MAX, MIN
 
 
 def bind(name: str, shape, dtype: torch.dtype, code: int) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """`spmd.compile` and its options (the API of torch.distributed._spmd)."""
 
 import functools
+import hashlib
 import subprocess
 from dataclasses import dataclass
 from typing import Callable, List, Optional
@@ -142,6 +143,20 @@ class CompiledStep:
         kwargs.pop("last_train_step", None)
         leaves, _ = pytree.tree_flatten((args, kwargs))
         key = self._signature(leaves)
+        # Every rank must run the same program: a rank with another batch
+        # shape would otherwise wait forever in a collective.
+        digest = hashlib.sha256(repr(
+            [k if k[0] == "T" or isinstance(leaf, (int, float, bool, str))
+             else type(leaf).__name__
+             for k, leaf in zip(key, leaves)]).encode()).digest()
+        if not _runtime.all_ranks_agree(
+                int.from_bytes(digest[:8], "little", signed=True)):
+            raise UnsupportedError(
+                "spmd.compile: the ranks called the step with different "
+                "argument shapes, dtypes or placements (every rank must pass "
+                "its equal share of the global batch); this rank: "
+                + ", ".join(f"{list(k[1])} {k[2]}" for k in key
+                            if k[0] == "T"))
         executable = self.cache.get(key)
         if executable is None:
             executable = self._compile(args, kwargs)

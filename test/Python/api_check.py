@@ -123,12 +123,21 @@ def main():
         for k, v in ref_opt.state[q].items():
             ckpt = max(ckpt, (fresh_opt.state[p][k] - v).abs().max().item())
 
+    # Ranks that pass different shapes get an error, not a hang.
+    try:
+        train_step(model, opt, torch.randn(local + rank, 6), gain,
+                   torch.randn(local + rank, 3))
+        mismatch = "compiled?!"
+    except spmd.UnsupportedError as err:
+        mismatch = str(err).splitlines()[0][:72]
+
     text = override.transformed or ""
     if rank == 0:
         print(f"replacement saw: {', '.join(override.seen)}")
         print("transform saw: train_step "
               f"{'func.func @train_step' in text}, adam {'spmd.adam' in text}"
               f", replicated input {'[replicate]>' in text}")
+        print(f"mismatched shapes: {mismatch}")
         print(f"training max deviation {worst:.1e}; checkpoint max "
               f"deviation {ckpt:.1e}")
     return 0 if worst <= 1e-5 and ckpt <= 1e-5 else 1
