@@ -48,7 +48,41 @@ class Bag(nn.Module):
         return self.fc(self.emb(tokens).mean(1))
 
 
+class TinyTransformer(nn.Module):
+    """One pre-norm block: token + position embeddings, single-head causal
+    self-attention, GELU MLP, mean-pooled classifier."""
+
+    def __init__(self, vocab=16, dim=8, seq=6, classes=3):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(seq, dim) * 0.1)
+        self.ln1 = nn.LayerNorm(dim)
+        # No qkv bias: the key bias's gradient is exactly zero in exact
+        # arithmetic (softmax ignores a per-row constant), so both runs
+        # compute rounding noise (~1e-9) for it, and Adam's normalization
+        # turns any two different noises into lr-sized different updates.
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(),
+                                 nn.Linear(2 * dim, dim))
+        self.head = nn.Linear(dim, classes)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)))
+
+    def forward(self, tokens):
+        h = self.tok(tokens) + self.pos
+        q, k, v = self.qkv(self.ln1(h)).chunk(3, dim=-1)
+        att = (q @ k.transpose(1, 2)) / (q.shape[-1] ** 0.5)
+        att = att.masked_fill(self.mask == 0, float("-inf")).softmax(-1)
+        h = h + self.proj(att @ v)
+        h = h + self.mlp(self.ln2(h))
+        return self.head(h.mean(1))
+
+
 def data(case, gen):
+    if case == "transformer":
+        return (torch.randint(0, 16, (GLOBAL_BATCH, 6), generator=gen),
+                torch.randint(0, 3, (GLOBAL_BATCH,), generator=gen))
     if case in ("mlp_sgd", "groups", "sgd_options", "adam_options",
                 "adamw_amsgrad", "resume"):
         return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
@@ -86,6 +120,11 @@ def setup(case):
               "momentum": 0.9, "dampening": 0.0}],
             lr=0.02, foreach=True)
         loss_fn = nn.MSELoss()
+    elif case == "transformer":
+        model = TinyTransformer()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01,
+                                foreach=True)
+        loss_fn = nn.CrossEntropyLoss()
     elif case == "sgd_options":
         model = MLP()
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.8,
