@@ -156,6 +156,10 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     for i, leaf in enumerate(leaves):
         if not isinstance(leaf, torch.Tensor):
             continue
+        if leaf.device.type != "cpu":
+            raise UnsupportedError(
+                f"spmd.compile: input {len(inputs)} is on {leaf.device}; "
+                "compiled steps run on the CPU (pass CPU tensors)")
         placement = getattr(leaf, "_spmd_placement", default)
         shape = tuple(leaf.shape)
         if leaf.dtype not in SUPPORTED_DTYPES:
@@ -175,6 +179,10 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
         inputs.append(InputInfo(i, shape, glob, leaf.dtype, placement))
 
     for name, t in list(named_params.items()) + list(named_buffers.items()):
+        if t.device.type != "cpu":
+            raise UnsupportedError(
+                f"spmd.compile: {name} is on {t.device}; compiled steps run "
+                "on the CPU (model.cpu())")
         if t.dtype not in SUPPORTED_DTYPES:
             raise UnsupportedError(
                 f"spmd.compile: {name} has dtype {t.dtype}; supported: "
@@ -194,7 +202,8 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
         traced_by_id = {id(named_params[n]): t
                         for n, t in zip(param_names, params)}
         capture = _OptimizerCapture(optimizer, traced_by_id)
-        with stateless._reparametrize_module(model, mapping), capture:
+        with stateless._reparametrize_module(model, mapping,
+                                             tie_weights=True), capture:
             out = fn(*call_args, **call_kwargs)
         out_leaves, out_spec = pytree.tree_flatten(out)
         if not all(isinstance(o, torch.Tensor) for o in out_leaves):

@@ -79,7 +79,24 @@ class TinyTransformer(nn.Module):
         return self.head(h.mean(1))
 
 
+class TiedLM(nn.Module):
+    """Input embedding and output projection share one weight."""
+
+    def __init__(self, vocab=12, dim=8):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.mix = nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, vocab, bias=False)
+        self.out.weight = self.tok.weight
+
+    def forward(self, tokens):
+        return self.out(torch.tanh(self.mix(self.tok(tokens)))).mean(1)
+
+
 def data(case, gen):
+    if case == "tied":
+        return (torch.randint(0, 12, (GLOBAL_BATCH, 4), generator=gen),
+                torch.randint(0, 12, (GLOBAL_BATCH,), generator=gen))
     if case == "transformer":
         return (torch.randint(0, 16, (GLOBAL_BATCH, 6), generator=gen),
                 torch.randint(0, 3, (GLOBAL_BATCH,), generator=gen))
@@ -120,6 +137,11 @@ def setup(case):
               "momentum": 0.9, "dampening": 0.0}],
             lr=0.02, foreach=True)
         loss_fn = nn.MSELoss()
+    elif case == "tied":
+        model = TiedLM()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9,
+                              foreach=True)
+        loss_fn = nn.CrossEntropyLoss()
     elif case == "transformer":
         model = TinyTransformer()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01,
