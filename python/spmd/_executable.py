@@ -3,16 +3,24 @@
 After loading, every parameter's `.data`, and every optimizer state tensor
 in `optimizer.state`, is a view of the program's own buffer for that name:
 the program updates them in place, so `model.state_dict()` and
-`optimizer.state_dict()` always show the current values.
+`optimizer.state_dict()` always show the current values. When several
+compiled programs drive one model (a training and an evaluation step,
+another batch shape), the one about to run first copies the current values
+into its own buffers and becomes the owner.
 """
 
 import ctypes
+import weakref
 
 import torch
 
 from . import _runtime
 from ._program import DTYPE_CODE, ENTRY, Program
 from ._trace import Traced
+
+
+# The program whose buffers a model's parameters are views of right now.
+_OWNER = weakref.WeakKeyDictionary()
 
 
 class Executable:
@@ -27,9 +35,11 @@ class Executable:
         self.lib.spmd_register_state()
         self.views = {}
         for s in program.states:
-            self.views[s.name] = _runtime.bind(s.name, s.shape, s.dtype,
+            self.views[s.name] = _runtime.bind(program.prefix + s.name,
+                                               s.shape, s.dtype,
                                                DTYPE_CODE[s.dtype])
         self._adopt_state()
+        _OWNER[traced.model] = self
         # As DDP at construction: every rank starts from rank 0's model and
         # optimizer state (replicated state must be equal everywhere).
         for s in program.states:
@@ -98,6 +108,11 @@ class Executable:
                             st[suffix] = self.views[f"{n}.{suffix}"]
 
     def __call__(self, tensors):
+        # Another compiled program of this model (other shapes, another
+        # step function) ran last: take over the current values first.
+        if _OWNER.get(self.traced.model) is not self:
+            self._adopt_state()
+            _OWNER[self.traced.model] = self
         args, keep = [], []
         for info, t in zip(self.traced.inputs, tensors):
             t = t.detach().contiguous()

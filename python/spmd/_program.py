@@ -59,6 +59,8 @@ class Program:
     outputs: List[str] = field(default_factory=list)
     # Per optimizer group: ("sgd"|"adam", [param FQNs], group index).
     groups: list = field(default_factory=list)
+    # Before every state name in the module and the runtime's registry.
+    prefix: str = ""
 
 
 def _f64(x) -> str:
@@ -78,8 +80,12 @@ class _Writer:
         self.lines.append("    " + line)
 
 
-def build(traced: Traced, imported: str, world: int) -> Program:
-    program = Program("")
+def build(traced: Traced, imported: str, world: int, prefix: str = "",
+          index: int = 0) -> Program:
+    """`prefix` goes before every state's symbol (the runtime's registry is
+    one per process: two models' `fc.weight` must not meet); `index` makes
+    the returned values' names unique per compiled program."""
+    program = Program("", prefix=prefix)
     graph_out = [n for n in traced.graph.graph.nodes if n.op == "output"][0]
     out_vals = [a.meta["val"] for a in graph_out.args[0]]
     placeholders = [n for n in traced.graph.graph.nodes
@@ -137,7 +143,7 @@ def build(traced: Traced, imported: str, world: int) -> Program:
 
     for i in range(traced.num_outputs):
         v = out_vals[i]
-        name = f"output.{i}"
+        name = f"output.{index}.{i}"
         state(name, v.shape, v.dtype, "output")
         program.outputs.append(name)
         w.emit(f'spmd.store {results[i]} to @"{name}" : '
@@ -147,6 +153,8 @@ def build(traced: Traced, imported: str, world: int) -> Program:
     body = "\n".join(decls) + "\n" + (
         f"  func.func @{ENTRY}({', '.join(args)}) {{\n"
         + "\n".join(w.lines) + "\n  }\n")
+    # Only state symbols are quoted in what this module writes.
+    body = body.replace('@"', f'@"{prefix}')
     callee = imported.replace(f"func.func @{CALLEE}(",
                               f"func.func private @{CALLEE}(", 1)
     if callee == imported:

@@ -2,6 +2,8 @@
 
 import functools
 import hashlib
+import itertools
+import weakref
 import subprocess
 from dataclasses import dataclass
 from typing import Callable, List, Optional
@@ -78,6 +80,22 @@ def _apply_replacements(model, overrides):
     swap("", model)
 
 
+# State names are FQNs; a second model in the process gets "model<k>/"
+# before its names (the runtime's registry is per process). Every compiled
+# program numbers its returned values. Both counters advance the same way on
+# every rank (SPMD), so ranks agree on the names.
+_MODEL_PREFIX = weakref.WeakKeyDictionary()
+_MODELS = itertools.count()
+_PROGRAMS = itertools.count()
+
+
+def _model_prefix(model) -> str:
+    if model not in _MODEL_PREFIX:
+        k = next(_MODELS)
+        _MODEL_PREFIX[model] = "" if k == 0 else f"model{k}/"
+    return _MODEL_PREFIX[model]
+
+
 class CompiledStep:
     def __init__(self, fn, module_override, passes, parallel):
         self.fn = fn
@@ -112,7 +130,9 @@ class CompiledStep:
         traced = _trace.trace(self.fn, args, kwargs, world,
                               self.parallel.inputs)
         imported = _importer.import_graph(traced.graph, _program.CALLEE)
-        program = _program.build(traced, imported, world)
+        program = _program.build(traced, imported, world,
+                                 prefix=_model_prefix(traced.model),
+                                 index=next(_PROGRAMS))
         for override in self.overrides:
             program.text = override.transform(program.text)
         pipeline = "builtin.module(inline, symbol-dce"
