@@ -7,7 +7,9 @@ with the same global batch, on 2 ranks of this machine, one thread each:
     --spmd-lower-to-cpu`, compiled ahead of time (mlir-translate, opt -O3,
     llc) and linked with libSpmdRuntime and OpenBLAS, run under mpirun;
   * DDP: torch.nn.parallel.DistributedDataParallel with the gloo backend
-    (the project's torch), run under the same mpirun.
+    (the project's torch), run under the same mpirun;
+  * spmd.compile: the same eager PyTorch step through the Python bridge
+    (make_fx, torch-mlir, spmd-opt, the bridge's own -O2 build), same mpirun.
 Prints the median step time of each, their ratio, and each side's peak RSS
 per rank.
 
@@ -147,6 +149,40 @@ dist.destroy_process_group()
 '''
 
 
+BRIDGE = r'''
+import os, statistics, sys, time
+import torch, spmd
+torch.set_num_threads(1)
+L, W, B, warmup, steps = map(int, sys.argv[1:6])
+layers = []
+for i in range(L):
+    lin = torch.nn.Linear(W, W, bias=False)
+    torch.nn.init.constant_(lin.weight, 0.02 * (i + 1))
+    layers.append(lin)
+    if i < L - 1:
+        layers.append(torch.nn.ReLU())
+model = torch.nn.Sequential(*layers)
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+rank, world = spmd.rank(), spmd.world_size()
+x = torch.full((B // world, W), 0.5); y = torch.full((B // world, W), 0.1)
+
+@spmd.compile()
+def step(model, opt, x, y):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward(); opt.step(); opt.zero_grad()
+    return loss
+
+times = []
+for s in range(warmup + steps):
+    t0 = time.perf_counter()
+    step(model, opt, x, y)
+    t1 = time.perf_counter()
+    if s >= warmup: times.append(t1 - t0)
+rss = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) // 1024
+print(f"RANK {rank} MEDIAN {statistics.median(times):.6f} RSS {rss}", flush=True)
+'''
+
+
 def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
@@ -201,12 +237,26 @@ def main():
         ddp = re.findall(r"RANK (\d) MEDIAN ([0-9.]+) RSS (\d+)", res.stdout)
         ddp_median = max(float(m) for _, m, _ in ddp)
         ddp_rss = [int(r) for _, _, r in sorted(ddp)]
+        bridge_py = os.path.join(tmp, "bridge.py")
+        open(bridge_py, "w").write(BRIDGE)
+        bridge_env = dict(env, PYTHONPATH=os.path.join(ROOT, "python"),
+                          SPMD_BUILD=BUILD)
+        res = subprocess.run(mpirun + [python, bridge_py, str(args.layers), str(args.width),
+                                       str(args.batch), str(args.warmup), str(args.steps)],
+                             capture_output=True, text=True, env=bridge_env, timeout=900)
+        if res.returncode != 0:
+            sys.exit(f"spmd.compile run failed:\n{res.stdout}\n{res.stderr}")
+        bridge = re.findall(r"RANK (\d) MEDIAN ([0-9.]+) RSS (\d+)", res.stdout)
+        bridge_median = max(float(m) for _, m, _ in bridge)
+        bridge_rss = [int(r) for _, _, r in sorted(bridge)]
     print(f"MLP {args.layers} x {args.width}, global batch {args.batch}, 2 ranks, 1 thread each, "
           f"median of {args.steps} steps")
     print(f"{'':>8} {'step ms':>9} {'peak RSS MiB per rank':>24}")
     print(f"{'spmd':>8} {spmd_median * 1e3:>9.2f} {str(spmd_rss):>24}")
     print(f"{'DDP':>8} {ddp_median * 1e3:>9.2f} {str(ddp_rss):>24}")
-    print(f"ratio spmd / DDP: {spmd_median / ddp_median:.2f} (target < 1.0)")
+    print(f"{'bridge':>8} {bridge_median * 1e3:>9.2f} {str(bridge_rss):>24}   (spmd.compile, incl. torch)")
+    print(f"ratio spmd / DDP: {spmd_median / ddp_median:.2f} (target < 1.0); "
+          f"spmd.compile / DDP: {bridge_median / ddp_median:.2f}")
 
 
 if __name__ == "__main__":

@@ -99,9 +99,14 @@ def compile_module(text: str, passes: str, keep: bool = False) -> Path:
           "-o", work / "llvm.mlir"], "spmd-opt --spmd-lower-to-cpu", work)
     _run([LLVM_PREFIX / "bin" / "mlir-translate", "--mlir-to-llvmir",
           work / "llvm.mlir", "-o", work / "step.ll"], "mlir-translate", work)
-    _run([LLVM_PREFIX / "bin" / "llc", "-O2", f"-mtriple={_host_triple()}",
-          "--relocation-model=pic", "-filetype=obj", work / "step.ll",
-          "-o", work / "step.o"], "llc", work)
+    # As bench/ddp_vs_spmd.py: LLVM -O3 for this machine's CPU (the cache
+    # is per machine).
+    _run([LLVM_PREFIX / "bin" / "opt", "-O3", f"-mtriple={_host_triple()}",
+          "-mcpu=native", work / "step.ll", "-o", work / "step.bc"],
+         "opt", work)
+    _run([LLVM_PREFIX / "bin" / "llc", "-O3", f"-mtriple={_host_triple()}",
+          "-mcpu=native", "--relocation-model=pic", "-filetype=obj",
+          work / "step.bc", "-o", work / "step.o"], "llc", work)
     blas = _cmake_cache(build, "SPMD_BLAS_LIBRARY")
     cc = os.environ.get("CC", shutil.which("cc") or "gcc")
     mlir_lib = LLVM_PREFIX / "lib"

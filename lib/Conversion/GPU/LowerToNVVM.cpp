@@ -71,6 +71,7 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   // As on the CPU, up to buffers.
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeOptimizersPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeForeachPass());
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdFoldTransposeIntoMatmulPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(spmd::createConvertSpmdToRuntimePass());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());

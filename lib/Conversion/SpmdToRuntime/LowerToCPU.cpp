@@ -36,6 +36,8 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         pm.addNestedPass<func::FuncOp>(
             spmd::createSpmdDecomposeOptimizersPass());
         pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeForeachPass());
+        pm.addNestedPass<func::FuncOp>(
+            spmd::createSpmdFoldTransposeIntoMatmulPass());
         pm.addPass(createCanonicalizerPass());
         pm.addPass(spmd::createConvertSpmdToRuntimePass());
         pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());

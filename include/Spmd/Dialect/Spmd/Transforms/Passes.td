@@ -99,6 +99,31 @@ def SpmdDecomposeForeachPass
   ];
 }
 
+def SpmdFoldTransposeIntoMatmulPass
+    : Pass<"spmd-fold-transpose-into-matmul", "::mlir::func::FuncOp"> {
+  let summary = "Reads a transposed matmul operand through the indexing map";
+  let description = [{
+    On tensors: a `linalg.matmul` with the default indexing maps whose
+    operand is a 2-D `linalg.transpose` (permutation [1, 0]) reads the
+    transpose's input instead, through a transposed indexing map: `(n, k)`
+    for the right operand, `(k, m)` for the left one. The same products in
+    the same order, without materializing the transposed copy (PyTorch's
+    `linear` is `x @ W^T`, which torch-mlir imports as a transpose and a
+    matmul). Part of `spmd-lower-to-cpu` and `spmd-lower-to-nvvm`, where
+    the BLAS calls take transposed operands directly.
+    ```mlir
+    %t = linalg.transpose ins(%w : tensor<16x8xf32>) outs(%e : tensor<8x16xf32>) permutation = [1, 0]
+    %y = linalg.matmul ins(%x, %t : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+    // becomes
+    %y = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                        affine_map<(m, n, k) -> (n, k)>,
+                                        affine_map<(m, n, k) -> (m, n)>]
+        ins(%x, %w : tensor<4x8xf32>, tensor<16x8xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def SpmdPropagatePass : Pass<"spmd-propagate", "::mlir::ModuleOp"> {
   let summary = "Gives every tensor value a placement (DTensor propagation)";
   let description = [{
