@@ -323,8 +323,14 @@ void spmd::gpu::checkCu(CUresult result, const char *call) {
   if (result == CUDA_SUCCESS)
     return;
   const char *name = nullptr;
-  cuGetErrorName(result, &name);
-  fail(call, name ? name : "unknown CUDA error");
+  if (cuGetErrorName(result, &name) != CUDA_SUCCESS || !name) {
+    // The driver stub (no GPU driver installed) cannot even name errors.
+    std::string what = "CUDA error " + std::to_string(int(result));
+    if (result == CUDA_ERROR_STUB_LIBRARY)
+      what += " (CUDA_ERROR_STUB_LIBRARY: no GPU driver on this machine)";
+    fail(call, what.c_str());
+  }
+  fail(call, name);
 }
 
 void spmd::gpu::setDevice(int device) { rt().device = device; }
