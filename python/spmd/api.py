@@ -154,6 +154,20 @@ class CompiledStep:
         if failed:
             raise _toolchain.CompileError(
                 "spmd.compile: compilation failed on rank 0 (see its error)")
+        # Another node (a cache directory rank 0 does not share): build the
+        # same program here.
+        error = None
+        if not library.exists():
+            try:
+                _toolchain.compile_module(program.text, pipeline)
+            except Exception as err:  # reported on every rank below
+                error = err
+        failed = _runtime.all_ranks_max(1 if error is not None else 0)
+        if error is not None:
+            raise error
+        if failed:
+            raise _toolchain.CompileError(
+                "spmd.compile: compilation failed on another rank")
         return Executable(library, traced, program)
 
     def __call__(self, *args, **kwargs):
