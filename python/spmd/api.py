@@ -138,7 +138,7 @@ class CompiledStep:
         pipeline = "builtin.module(inline, symbol-dce"
         if self.passes:
             pipeline += ", " + self.passes
-        pipeline += ", spmd-distribute)"
+        pipeline += ", spmd-distribute, func.func(spmd-overlap-collectives))"
         # Rank 0 builds; the others wait for its verdict (an error on rank 0
         # must not leave them blocked in the next collective).
         library = _toolchain.library_path(program.text, pipeline)

@@ -6,6 +6,10 @@
 // RUN: %mpirun 2 %run-mpi %t.mlir > %t.out
 // RUN: %spmd_python %S/compare_runs.py %t.ref.out %t.out | FileCheck %s
 // CHECK: PASS
+// Collectives started early and waited for late: the same results.
+// RUN: spmd-opt %s --spmd-distribute --spmd-overlap-collectives --spmd-lower-to-cpu > %t.overlap.mlir
+// RUN: %mpirun 2 %run-mpi %t.overlap.mlir > %t.overlap.out
+// RUN: %spmd_python %S/compare_runs.py %t.ref.out %t.overlap.out | FileCheck %s
 // The distributed program communicates:
 // RUN: spmd-opt %s --spmd-distribute | FileCheck %s --check-prefix=COMM
 // COMM: spmd.all_reduce

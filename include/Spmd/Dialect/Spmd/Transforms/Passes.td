@@ -124,6 +124,35 @@ def SpmdFoldTransposeIntoMatmulPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def SpmdOverlapCollectivesPass
+    : Pass<"spmd-overlap-collectives", "::mlir::func::FuncOp"> {
+  let summary = "Starts collectives early and waits for them late";
+  let description = [{
+    On a local program (after `spmd-distribute`): every synchronous
+    collective at the top level of a function becomes asynchronous, starts
+    right after its inputs are computed, and is waited for right before the
+    first use of a result, so the work in between (the rest of the backward
+    pass after a gradient's all-reduce) overlaps the communication: NCCL
+    runs it on its own stream; MPI's non-blocking collectives progress
+    while the rank is in the runtime. Every rank moves the same collectives
+    the same way, so all still issue them in one order. Results and
+    numerics are unchanged. Collectives inside nested regions are left as
+    they are.
+    ```mlir
+    %g = linalg.matmul ...
+    %h = linalg.generic ...           // independent work
+    %r = spmd.all_reduce %g on @dp axes = [0] sum : tensor<8xf32> -> tensor<8xf32>
+    %u = arith.addf %r, %h : tensor<8xf32>
+    // becomes
+    %g = linalg.matmul ...
+    %f = spmd.all_reduce %g on @dp axes = [0] sum : tensor<8xf32> -> !spmd.future<tensor<8xf32>>
+    %h = linalg.generic ...
+    %r = spmd.wait %f : !spmd.future<tensor<8xf32>>
+    %u = arith.addf %r, %h : tensor<8xf32>
+    ```
+  }];
+}
+
 def SpmdPropagatePass : Pass<"spmd-propagate", "::mlir::ModuleOp"> {
   let summary = "Gives every tensor value a placement (DTensor propagation)";
   let description = [{
