@@ -98,8 +98,8 @@ int main(int argc, char **argv) {
 
 #ifdef SPMD_CPU
   FILE *f = std::fopen(argv[1], "wb");
-  if (!f || std::fwrite(out.data(), sizeof(float), out.size(), f) !=
-                out.size()) {
+  if (!f ||
+      std::fwrite(out.data(), sizeof(float), out.size(), f) != out.size()) {
     std::perror(argv[1]);
     return 1;
   }
@@ -109,8 +109,8 @@ int main(int argc, char **argv) {
 #else
   std::vector<float> ref(out.size());
   FILE *f = std::fopen(argv[1], "rb");
-  if (!f || std::fread(ref.data(), sizeof(float), ref.size(), f) !=
-                ref.size()) {
+  if (!f ||
+      std::fread(ref.data(), sizeof(float), ref.size(), f) != ref.size()) {
     std::perror(argv[1]);
     return 1;
   }
@@ -135,8 +135,8 @@ int main(int argc, char **argv) {
                   std::chrono::steady_clock::now() - start)
                   .count() /
               REPEATS;
-  std::printf("time: spmd %.3f ms per step (%d x %d x %d, mean of %d)\n", ms,
-              B, K, N, REPEATS);
+  std::printf("time: spmd %.3f ms per step (%d x %d x %d, mean of %d)\n", ms, B,
+              K, N, REPEATS);
   spmdFinalize();
   return worst < 1e-4 ? 0 : 1;
 #endif
