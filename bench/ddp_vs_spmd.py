@@ -117,6 +117,17 @@ def program(L, W, B, warmup, steps):
     return "\n".join(out) + "\n"
 
 
+# The model both PyTorch runs build (the MLIR program's weights).
+MODEL = r'''
+layers = []
+for i in range(L):
+    lin = torch.nn.Linear(W, W, bias=False)
+    torch.nn.init.constant_(lin.weight, 0.02 * (i + 1))
+    layers.append(lin)
+    if i < L - 1:
+        layers.append(torch.nn.ReLU())
+'''
+
 TORCH = r'''
 import os, resource, statistics, sys, time
 os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -126,13 +137,7 @@ import torch, torch.distributed as dist
 torch.set_num_threads(1)
 L, W, B, warmup, steps = map(int, sys.argv[1:6])
 dist.init_process_group("gloo", rank=rank, world_size=world)
-layers = []
-for i in range(L):
-    lin = torch.nn.Linear(W, W, bias=False)
-    torch.nn.init.constant_(lin.weight, 0.02 * (i + 1))
-    layers.append(lin)
-    if i < L - 1:
-        layers.append(torch.nn.ReLU())
+@MODEL@
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(*layers))
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 x = torch.full((B // world, W), 0.5); y = torch.full((B // world, W), 0.1)
@@ -154,13 +159,7 @@ import os, statistics, sys, time
 import torch, spmd
 torch.set_num_threads(1)
 L, W, B, warmup, steps = map(int, sys.argv[1:6])
-layers = []
-for i in range(L):
-    lin = torch.nn.Linear(W, W, bias=False)
-    torch.nn.init.constant_(lin.weight, 0.02 * (i + 1))
-    layers.append(lin)
-    if i < L - 1:
-        layers.append(torch.nn.ReLU())
+@MODEL@
 model = torch.nn.Sequential(*layers)
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 rank, world = spmd.rank(), spmd.world_size()
@@ -227,7 +226,7 @@ def main():
         half = len(times) // 2
         spmd_median = max(statistics.median(times[:half]), statistics.median(times[half:])) if half else statistics.median(times)
         torch_py = os.path.join(tmp, "ddp.py")
-        open(torch_py, "w").write(TORCH)
+        open(torch_py, "w").write(TORCH.replace("@MODEL@", MODEL))
         python = os.environ.get("SPMD_PYTHON") or sys.executable
         res = subprocess.run(mpirun + [python, torch_py, str(args.layers), str(args.width), str(args.batch),
                                        str(args.warmup), str(args.steps)],
@@ -238,7 +237,7 @@ def main():
         ddp_median = max(float(m) for _, m, _ in ddp)
         ddp_rss = [int(r) for _, _, r in sorted(ddp)]
         bridge_py = os.path.join(tmp, "bridge.py")
-        open(bridge_py, "w").write(BRIDGE)
+        open(bridge_py, "w").write(BRIDGE.replace("@MODEL@", MODEL))
         bridge_env = dict(env, PYTHONPATH=os.path.join(ROOT, "python"),
                           SPMD_BUILD=BUILD)
         res = subprocess.run(mpirun + [python, bridge_py, str(args.layers), str(args.width),

@@ -96,6 +96,23 @@ def _model_prefix(model) -> str:
     return _MODEL_PREFIX[model]
 
 
+def _build_where(here: bool, text: str, pipeline: str, who: str):
+    """Compiles on the ranks where `here` holds; every rank learns whether
+    any of them failed (and raises), so none waits in a later collective."""
+    error = None
+    if here:
+        try:
+            _toolchain.compile_module(text, pipeline)
+        except Exception as err:  # reported on every rank below
+            error = err
+    failed = _runtime.all_ranks_max(1 if error is not None else 0)
+    if error is not None:
+        raise error
+    if failed:
+        raise _toolchain.CompileError(
+            f"spmd.compile: compilation failed on {who}")
+
+
 class CompiledStep:
     def __init__(self, fn, module_override, passes, parallel):
         self.fn = fn
@@ -140,34 +157,13 @@ class CompiledStep:
             pipeline += ", " + self.passes
         pipeline += ", spmd-distribute, func.func(spmd-overlap-collectives))"
         # Rank 0 builds; the others wait for its verdict (an error on rank 0
-        # must not leave them blocked in the next collective).
+        # must not leave them blocked in the next collective). A rank that
+        # does not share rank 0's cache (another node) then builds too.
         library = _toolchain.library_path(program.text, pipeline)
-        error = None
-        if _runtime.rank() == 0:
-            try:
-                _toolchain.compile_module(program.text, pipeline)
-            except Exception as err:  # reported on every rank below
-                error = err
-        failed = _runtime.all_ranks_max(1 if error is not None else 0)
-        if error is not None:
-            raise error
-        if failed:
-            raise _toolchain.CompileError(
-                "spmd.compile: compilation failed on rank 0 (see its error)")
-        # Another node (a cache directory rank 0 does not share): build the
-        # same program here.
-        error = None
-        if not library.exists():
-            try:
-                _toolchain.compile_module(program.text, pipeline)
-            except Exception as err:  # reported on every rank below
-                error = err
-        failed = _runtime.all_ranks_max(1 if error is not None else 0)
-        if error is not None:
-            raise error
-        if failed:
-            raise _toolchain.CompileError(
-                "spmd.compile: compilation failed on another rank")
+        _build_where(_runtime.rank() == 0, program.text, pipeline,
+                     "rank 0 (see its error)")
+        _build_where(not library.exists(), program.text, pipeline,
+                     "another rank")
         return Executable(library, traced, program)
 
     def __call__(self, *args, **kwargs):

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace mlir::spmd {
 
@@ -25,6 +26,12 @@ namespace mlir::spmd {
 /// convert-spmd-to-runtime, one-shot bufferization, buffer deallocation,
 /// linalg to loops, and conversion of everything to the LLVM dialect.
 void registerLowerToCPUPipeline();
+
+/// The common front of the CPU and GPU lowerings: optimizer/foreach
+/// decomposition, transposes folded into matmuls, convert-spmd-to-runtime,
+/// one-shot bufferization (identity layouts at function boundaries), buffer
+/// deallocation, bufferization ops to memref.
+void buildLowerToBuffers(OpPassManager &pm);
 
 } // namespace mlir::spmd
 

@@ -17,7 +17,6 @@
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
@@ -28,9 +27,6 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -69,20 +65,7 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 
 void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   // As on the CPU, up to buffers.
-  pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeOptimizersPass());
-  pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeForeachPass());
-  pm.addNestedPass<func::FuncOp>(spmd::createSpmdFoldTransposeIntoMatmulPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(spmd::createConvertSpmdToRuntimePass());
-  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-  pm.addPass(createConvertBufferizationToMemRefPass());
+  spmd::buildLowerToBuffers(pm);
   // Device buffers; matmuls to cuBLAS; the rest to kernels.
   spmd::ConvertLinalgToBlasPassOptions blas;
   blas.function = "spmdGpuSgemm";

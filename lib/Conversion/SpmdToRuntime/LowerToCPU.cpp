@@ -25,6 +25,23 @@
 
 using namespace mlir;
 
+void mlir::spmd::buildLowerToBuffers(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeOptimizersPass());
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeForeachPass());
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdFoldTransposeIntoMatmulPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(spmd::createConvertSpmdToRuntimePass());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
 void mlir::spmd::registerLowerToCPUPipeline() {
   PassPipelineRegistration<>(
       "spmd-lower-to-cpu",
@@ -33,22 +50,7 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "bufferization, buffer deallocation, f32 matmuls to cblas_sgemm, "
       "other linalg to loops, to LLVM",
       [](OpPassManager &pm) {
-        pm.addNestedPass<func::FuncOp>(
-            spmd::createSpmdDecomposeOptimizersPass());
-        pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeForeachPass());
-        pm.addNestedPass<func::FuncOp>(
-            spmd::createSpmdFoldTransposeIntoMatmulPass());
-        pm.addPass(createCanonicalizerPass());
-        pm.addPass(spmd::createConvertSpmdToRuntimePass());
-        pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-        bufferization::OneShotBufferizePassOptions bufferize;
-        bufferize.bufferizeFunctionBoundaries = true;
-        bufferize.functionBoundaryTypeConversion =
-            bufferization::LayoutMapOption::IdentityLayoutMap;
-        pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-        bufferization::BufferDeallocationPipelineOptions dealloc;
-        bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-        pm.addPass(createConvertBufferizationToMemRefPass());
+        spmd::buildLowerToBuffers(pm);
         pm.addPass(spmd::createConvertLinalgToBlasPass());
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());
