@@ -225,29 +225,24 @@ def main():
         # Both ranks print their times; each rank's median, then the slower.
         half = len(times) // 2
         spmd_median = max(statistics.median(times[:half]), statistics.median(times[half:])) if half else statistics.median(times)
-        torch_py = os.path.join(tmp, "ddp.py")
-        open(torch_py, "w").write(TORCH.replace("@MODEL@", MODEL))
         python = os.environ.get("SPMD_PYTHON") or sys.executable
-        res = subprocess.run(mpirun + [python, torch_py, str(args.layers), str(args.width), str(args.batch),
-                                       str(args.warmup), str(args.steps)],
-                             capture_output=True, text=True, env=env, timeout=600)
-        if res.returncode != 0:
-            sys.exit(f"DDP run failed:\n{res.stdout}\n{res.stderr}")
-        ddp = re.findall(r"RANK (\d) MEDIAN ([0-9.]+) RSS (\d+)", res.stdout)
-        ddp_median = max(float(m) for _, m, _ in ddp)
-        ddp_rss = [int(r) for _, _, r in sorted(ddp)]
-        bridge_py = os.path.join(tmp, "bridge.py")
-        open(bridge_py, "w").write(BRIDGE.replace("@MODEL@", MODEL))
-        bridge_env = dict(env, PYTHONPATH=os.path.join(ROOT, "python"),
-                          SPMD_BUILD=BUILD)
-        res = subprocess.run(mpirun + [python, bridge_py, str(args.layers), str(args.width),
-                                       str(args.batch), str(args.warmup), str(args.steps)],
-                             capture_output=True, text=True, env=bridge_env, timeout=900)
-        if res.returncode != 0:
-            sys.exit(f"spmd.compile run failed:\n{res.stdout}\n{res.stderr}")
-        bridge = re.findall(r"RANK (\d) MEDIAN ([0-9.]+) RSS (\d+)", res.stdout)
-        bridge_median = max(float(m) for _, m, _ in bridge)
-        bridge_rss = [int(r) for _, _, r in sorted(bridge)]
+
+        def run_torch(name, script, run_env, timeout):
+            """Median step (slower rank) and peak RSS per rank of a script."""
+            path = os.path.join(tmp, name + ".py")
+            open(path, "w").write(script.replace("@MODEL@", MODEL))
+            res = subprocess.run(mpirun + [python, path, str(args.layers), str(args.width),
+                                           str(args.batch), str(args.warmup), str(args.steps)],
+                                 capture_output=True, text=True, env=run_env, timeout=timeout)
+            if res.returncode != 0:
+                sys.exit(f"{name} run failed:\n{res.stdout}\n{res.stderr}")
+            found = re.findall(r"RANK (\d) MEDIAN ([0-9.]+) RSS (\d+)", res.stdout)
+            return max(float(m) for _, m, _ in found), [int(r) for _, _, r in sorted(found)]
+
+        ddp_median, ddp_rss = run_torch("ddp", TORCH, env, 600)
+        bridge_median, bridge_rss = run_torch(
+            "spmd.compile", BRIDGE,
+            dict(env, PYTHONPATH=os.path.join(ROOT, "python"), SPMD_BUILD=BUILD), 900)
     print(f"MLP {args.layers} x {args.width}, global batch {args.batch}, 2 ranks, 1 thread each, "
           f"median of {args.steps} steps")
     print(f"{'':>8} {'step ms':>9} {'peak RSS MiB per rank':>24}")

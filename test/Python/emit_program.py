@@ -20,13 +20,7 @@ def main():
     world = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     model, opt, loss_fn = train_check.setup(case)
 
-    def train_step(model, opt, x, y):
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
-
+    train_step = train_check.make_step(loss_fn)
     x, y = train_check.data(case, torch.Generator().manual_seed(1))
     local = train_check.GLOBAL_BATCH // world
     traced = _trace.trace(train_step, (model, opt, x[:local], y[:local]), {},

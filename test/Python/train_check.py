@@ -169,6 +169,17 @@ def setup(case):
     return model, opt, loss_fn
 
 
+def make_step(loss_fn):
+    """The plain eager train step of every case."""
+    def train_step(model, opt, x, y):
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+    return train_step
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("case")
@@ -179,13 +190,7 @@ def main():
     model, opt, loss_fn = setup(args.case)
     ref_model, ref_opt, _ = setup(args.case)  # same seed: same parameters
 
-    @spmd.compile()
-    def train_step(model, opt, x, y):
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
+    train_step = spmd.compile()(make_step(loss_fn))
 
     def eager_step(x, y):
         loss = loss_fn(ref_model(x), y)
