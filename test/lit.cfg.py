@@ -75,6 +75,8 @@ config.substitutions.append(
     ("%host_libs",
      f"-L{spmd_lib} -lSpmdRuntime -L{mlir_lib_dir} -lmlir_c_runner_utils"
      f" -Wl,-rpath,{spmd_lib}:{mlir_lib_dir}"))
+# What spmd-lower-to-cpu programs with f32 matmuls link too (cblas_sgemm).
+config.substitutions.append(("%blas_lib", config.spmd_blas_library))
 # Runs a program lowered by spmd-lower-to-cpu on every rank of an mpirun job.
 config.substitutions.append(
     ("%run-mpi",
@@ -106,6 +108,18 @@ if config.spmd_have_cuda:
     config.substitutions.append(
         ("%gpu_libs",
          f"-L{spmd_lib} -lSpmdGpuRuntime -L{cuda_lib}/stubs -lcuda "
+         f"-Wl,-rpath,{spmd_lib}:{cuda_lib}"))
+    # The GPU emulator (lib/Runtime/GpuEmulator): programs compiled with
+    # spmd-lower-to-nvvm{emulate=1} run on the CPU; link them with
+    # %gpu_emulator_libs, run them with `%run_gpu_emulated %mpirun N prog`.
+    config.substitutions.append(
+        ("%run_gpu_emulated",
+         f"{config.python_executable} "
+         f"{config.spmd_src_root}/test/Conversion/GPU/Inputs/run_emulated.py "
+         f"{spmd_lib}/gpu-emulator"))
+    config.substitutions.append(
+        ("%gpu_emulator_libs",
+         f"-rdynamic -L{spmd_lib} -lSpmdGpuRuntime -L{cuda_lib}/stubs -lcuda "
          f"-Wl,-rpath,{spmd_lib}:{cuda_lib}"))
     smi = shutil.which("nvidia-smi")
     if smi and subprocess.run([smi, "-L"], capture_output=True,

@@ -23,6 +23,7 @@
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -61,6 +62,13 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("CUDA toolkit with ptxas (default: MLIR's search, "
                      "e.g. /usr/local/cuda)"),
       llvm::cl::init("")};
+  PassOptions::Option<bool> emulate{
+      *this, "emulate",
+      llvm::cl::desc("compile the kernels for the host instead of cubins, to "
+                     "run against the GPU emulator (build/lib/gpu-emulator: "
+                     "CUDA driver, NCCL and cuBLAS on the CPU); the host "
+                     "code is the same"),
+      llvm::cl::init(false)};
 };
 
 void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
@@ -81,23 +89,30 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(spmd::createSpmdVerifyGpuHostCodePass());
+  if (options.emulate)
+    pm.addPass(spmd::createSpmdGpuKernelsToHostPass());
   // Allocations, copies and launches on streams with tokens; host calls
   // (collectives, sgemm) wait for what precedes them.
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  // Kernels: NVVM, then cubins.
-  GpuNVVMAttachTargetOptions target;
-  target.chip = options.chip;
-  target.features = options.features;
-  target.optLevel = options.optLevel;
-  pm.addPass(createGpuNVVMAttachTarget(target));
-  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
-  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  // Kernels: NVVM, then cubins (the emulator's are host functions by now).
+  if (!options.emulate) {
+    GpuNVVMAttachTargetOptions target;
+    target.chip = options.chip;
+    target.features = options.features;
+    target.optLevel = options.optLevel;
+    pm.addPass(createGpuNVVMAttachTarget(target));
+    pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+    pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  }
   // Host: everything to LLVM.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertMathToLLVMPass());
+  // What LLVM has no intrinsic for (tanh, erf) in host code; the emulator's
+  // kernels are host code.
+  pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createGpuToLLVMConversionPass());
@@ -106,6 +121,10 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  if (options.emulate) {
+    pm.addPass(spmd::createSpmdGpuEmulatorEntriesPass());
+    return;
+  }
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "bin";
   binary.toolkitPath = options.toolkit;

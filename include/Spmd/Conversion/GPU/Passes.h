@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -21,8 +22,9 @@ namespace mlir::spmd {
 #include "Spmd/Conversion/GPU/Passes.h.inc"
 
 /// Registers `spmd-lower-to-nvvm{chip features opt-level block-size
-/// cuda-toolkit}`: a local program to host code in the LLVM dialect with
-/// embedded cubins, collectives on NCCL through libSpmdGpuRuntime.
+/// cuda-toolkit emulate}`: a local program to host code in the LLVM dialect
+/// with embedded cubins (or, with emulate, kernels compiled for the host),
+/// collectives on NCCL through libSpmdGpuRuntime.
 void registerLowerToNVVMPipeline();
 
 } // namespace mlir::spmd

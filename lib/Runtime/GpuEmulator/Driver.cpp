@@ -1,0 +1,612 @@
+//===- Driver.cpp - the CUDA driver functions, emulated on the CPU --------===//
+//
+// The driver API libSpmdGpuRuntime uses, as libcuda.so.1 (see Emulator.h).
+// Kernels are the host functions spmd-lower-to-nvvm{emulate=1} compiles:
+// a module "image" is the text `spmd-emulated-kernels:<module>`, a kernel
+// `__spmd_emu_<module>__<kernel>` looked up in the process (link the program
+// with -rdynamic). What a GPU would reject is rejected with a message: block
+// and grid sizes beyond the hardware's limits, kernels given pointers outside
+// device memory, cuBLAS/NCCL buffers outside device memory, real cubins.
+//
+// Device memory lives in one reserved address range that is inaccessible
+// except while the emulated device works (a kernel, a copy, a collective):
+// host code that reads or writes device memory is stopped with a message
+// naming the address, where a GPU would crash or read garbage. It is filled
+// with 0xff bytes when allocated (NaN as floats), so results computed from
+// memory nobody wrote show up. Copies from or to pageable host memory wait
+// for their stream first and happen at once (as CUDA's do); everything else
+// runs when the host waits for it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emulator.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+struct CUstream_st {
+  std::deque<std::function<void()>> queue;
+};
+
+namespace {
+
+/// One recording of an event: done once its stream ran up to it.
+struct Marker {
+  CUstream stream = nullptr;
+  bool done = true;
+};
+
+} // namespace
+
+struct CUevent_st {
+  std::shared_ptr<Marker> last = std::make_shared<Marker>();
+};
+
+struct CUmod_st {
+  std::string name;
+};
+
+struct CUfunc_st {
+  std::string name;
+  void (*entry)(void **, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                void (*)(void *)) = nullptr;
+  const int64_t *params = nullptr;
+};
+
+struct CUctx_st {};
+
+namespace {
+
+/// The reserved range device memory comes from, bump-allocated (freed
+/// memory is given back to the OS, its addresses are not reused).
+struct Arena {
+  char *base = nullptr;
+  size_t reserved = size_t(1) << 36; // 64 GiB of addresses, no memory
+  size_t used = 0;
+  int openDepth = 0;
+};
+
+struct Driver {
+  Arena arena;
+  CUstream_st nullStream;
+  std::set<CUstream> streams;
+  // Device allocations (and managed / registered host memory): base -> bytes.
+  std::map<uintptr_t, size_t> device;
+  std::map<std::string, CUfunction> functions;
+  CUctx_st context;
+  bool initialized = false;
+};
+
+void onFault(int, siginfo_t *info, void *);
+
+Driver &drv() {
+  static Driver *d = new Driver; // never destroyed: used at exit
+  return *d;
+}
+
+Arena &arena() {
+  Arena &a = drv().arena;
+  if (!a.base) {
+    void *p = mmap(nullptr, a.reserved, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      spmd::emu::fail("cannot reserve the address range of device memory");
+    a.base = static_cast<char *>(p);
+    struct sigaction sa {};
+    sa.sa_sigaction = onFault;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, nullptr);
+  }
+  return a;
+}
+
+Arena &arena();
+
+/// The bytes of the whole pages holding the allocations so far.
+size_t pagesUsed() {
+  auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (arena().used + page - 1) / page * page;
+}
+
+/// While alive, the device's memory is accessible (the device is working).
+struct DeviceAccess {
+  DeviceAccess() {
+    if (arena().openDepth++ == 0 && arena().used)
+      mprotect(arena().base, pagesUsed(), PROT_READ | PROT_WRITE);
+  }
+  ~DeviceAccess() {
+    if (--arena().openDepth == 0 && arena().used)
+      mprotect(arena().base, pagesUsed(), PROT_NONE);
+  }
+  DeviceAccess(const DeviceAccess &) = delete;
+  DeviceAccess &operator=(const DeviceAccess &) = delete;
+};
+
+void onFault(int, siginfo_t *info, void *) {
+  char *at = static_cast<char *>(info->si_addr);
+  Arena &a = arena();
+  char message[200];
+  int n;
+  if (a.base && at >= a.base && at < a.base + a.reserved)
+    n = std::snprintf(message, sizeof(message),
+                      "spmd gpu emulator: host code read or wrote device "
+                      "memory at %p (on a GPU: a crash or garbage)\n",
+                      static_cast<void *>(at));
+  else
+    n = std::snprintf(message, sizeof(message),
+                      "spmd gpu emulator: segmentation fault at %p\n",
+                      static_cast<void *>(at));
+  if (n > 0)
+    (void)!write(2, message, static_cast<size_t>(n));
+  _exit(1);
+}
+
+CUstream_st &streamOf(CUstream s) {
+  // 0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD: the null stream.
+  if (reinterpret_cast<uintptr_t>(s) <= 2)
+    return drv().nullStream;
+  return *s;
+}
+
+/// Runs the oldest work item of `s`; false when there is none.
+bool step(CUstream_st &s) {
+  if (s.queue.empty())
+    return false;
+  std::function<void()> work = std::move(s.queue.front());
+  s.queue.pop_front();
+  DeviceAccess device;
+  work();
+  return true;
+}
+
+void drain(CUstream_st &s) {
+  while (step(s)) {
+  }
+}
+
+void drainAll() {
+  bool ran = true;
+  while (ran) {
+    ran = step(drv().nullStream);
+    for (CUstream s : drv().streams)
+      ran |= step(*s);
+  }
+}
+
+void waitFor(const std::shared_ptr<Marker> &m) {
+  while (!m->done)
+    if (!step(streamOf(m->stream)))
+      spmd::emu::fail("internal: an event's stream ran dry before it");
+}
+
+/// The allocation containing [p, p + bytes), if any.
+const std::pair<const uintptr_t, size_t> *allocationOf(const void *p,
+                                                       size_t bytes) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  auto it = drv().device.upper_bound(a);
+  if (it == drv().device.begin())
+    return nullptr;
+  --it;
+  if (a + bytes > it->first + it->second)
+    return nullptr;
+  return &*it;
+}
+
+void *allocate(size_t bytes) {
+  Arena &a = arena();
+  size_t rounded = std::max<size_t>((bytes + 255) / 256 * 256, 256);
+  if (a.used + rounded > a.reserved)
+    spmd::emu::fail("out of device memory (64 GiB of addresses used)");
+  char *p = a.base + a.used;
+  a.used += rounded;
+  // The pages of [p, p + rounded), accessible while it is filled.
+  auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t first = reinterpret_cast<uintptr_t>(p) / page * page;
+  uintptr_t last = (reinterpret_cast<uintptr_t>(p) + rounded + page - 1) /
+                   page * page;
+  auto *pages = reinterpret_cast<void *>(first);
+  mprotect(pages, last - first, PROT_READ | PROT_WRITE);
+  std::memset(p, 0xff, rounded);
+  if (a.openDepth == 0)
+    mprotect(pages, last - first, PROT_NONE);
+  drv().device[reinterpret_cast<uintptr_t>(p)] = bytes;
+  return p;
+}
+
+/// Managed memory: the host may touch it too.
+void *allocateManaged(size_t bytes) {
+  void *p = std::aligned_alloc(256, std::max<size_t>((bytes + 255) / 256 * 256,
+                                                     256));
+  if (!p)
+    spmd::emu::fail("out of host memory for a managed allocation");
+  std::memset(p, 0xff, bytes);
+  drv().device[reinterpret_cast<uintptr_t>(p)] = bytes;
+  return p;
+}
+
+void release(void *p) {
+  auto it = drv().device.find(reinterpret_cast<uintptr_t>(p));
+  if (it == drv().device.end())
+    spmd::emu::fail("cuMemFree of a pointer that is not a device allocation");
+  size_t bytes = it->second;
+  drv().device.erase(it);
+  char *c = static_cast<char *>(p);
+  Arena &a = arena();
+  if (c < a.base || c >= a.base + a.reserved) {
+    std::free(p);
+    return;
+  }
+  // Give whole pages back; the addresses stay reserved.
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(c) + page - 1) / page * page;
+  uintptr_t end = (reinterpret_cast<uintptr_t>(c) + bytes) / page * page;
+  if (end > begin)
+    madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
+thread_local const char *currentKernel = "";
+thread_local int64_t currentParam = 0;
+
+void checkKernelPointer(void *p) {
+  ++currentParam;
+  if (!p || spmd::emu::isDeviceMemory(p, 0))
+    return;
+  char what[256];
+  std::snprintf(what, sizeof(what),
+                "kernel %s is given %p, which is not device memory (a host "
+                "pointer on a GPU)",
+                currentKernel, p);
+  spmd::emu::fail(what);
+}
+
+bool isPageable(const void *p) { return !spmd::emu::isDeviceMemory(p, 0); }
+
+} // namespace
+
+void spmd::emu::enqueue(CUstream stream, std::function<void()> work) {
+  streamOf(stream).queue.push_back(std::move(work));
+}
+
+bool spmd::emu::isDeviceMemory(const void *p, size_t bytes) {
+  return allocationOf(p, bytes) != nullptr;
+}
+
+void spmd::emu::fail(const std::string &what) {
+  std::fprintf(stderr, "spmd gpu emulator: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::exit(1);
+}
+
+extern "C" {
+
+CUresult cuInit(unsigned int) {
+  drv().initialized = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult error, const char **name) {
+  switch (error) {
+  case CUDA_SUCCESS:
+    *name = "CUDA_SUCCESS";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_VALUE:
+    *name = "CUDA_ERROR_INVALID_VALUE";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_IMAGE:
+    *name = "CUDA_ERROR_INVALID_IMAGE";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_FOUND:
+    *name = "CUDA_ERROR_NOT_FOUND";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_INITIALIZED:
+    *name = "CUDA_ERROR_NOT_INITIALIZED";
+    return CUDA_SUCCESS;
+  default:
+    *name = "CUDA_ERROR_UNKNOWN";
+    return CUDA_SUCCESS;
+  }
+}
+
+CUresult cuDeviceGetCount(int *count) {
+  if (!drv().initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  if (ordinal != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
+  *context = &drv().context;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+
+CUresult cuCtxSynchronize(void) {
+  drainAll();
+  return CUDA_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Streams and events
+//===----------------------------------------------------------------------===//
+
+CUresult cuStreamCreate(CUstream *stream, unsigned int) {
+  *stream = new CUstream_st;
+  drv().streams.insert(*stream);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy(CUstream stream) {
+  // As on a GPU, work already enqueued still runs; the queue stays until
+  // the context is synchronized (the emulator never frees a stream).
+  (void)stream;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream stream) {
+  drain(streamOf(stream));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int) {
+  std::shared_ptr<Marker> m = event->last;
+  spmd::emu::enqueue(stream, [m] { waitFor(m); });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventCreate(CUevent *event, unsigned int) {
+  *event = new CUevent_st;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent event) {
+  delete event;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent event, CUstream stream) {
+  auto m = std::make_shared<Marker>();
+  m->stream = stream;
+  m->done = false;
+  event->last = m;
+  spmd::emu::enqueue(stream, [m] { m->done = true; });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(CUevent event) {
+  waitFor(event->last);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(CUevent event) {
+  // The host is waiting for it: run the stream up to the event.
+  waitFor(event->last);
+  return CUDA_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+CUresult cuMemAlloc(CUdeviceptr *ptr, size_t bytes) {
+  *ptr = reinterpret_cast<CUdeviceptr>(allocate(bytes));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *ptr, size_t bytes, CUstream) {
+  *ptr = reinterpret_cast<CUdeviceptr>(allocate(bytes));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *ptr, size_t bytes, unsigned int) {
+  *ptr = reinterpret_cast<CUdeviceptr>(allocateManaged(bytes));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree(CUdeviceptr ptr) {
+  // Frees wait for the device (as cuMemFree does).
+  drainAll();
+  release(reinterpret_cast<void *>(ptr));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr ptr, CUstream stream) {
+  if (!allocationOf(reinterpret_cast<void *>(ptr), 0))
+    spmd::emu::fail("cuMemFreeAsync of a pointer that is not a device "
+                    "allocation");
+  spmd::emu::enqueue(stream, [ptr] { release(reinterpret_cast<void *>(ptr)); });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytes, unsigned int) {
+  drv().device[reinterpret_cast<uintptr_t>(p)] = bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostUnregister(void *p) {
+  drv().device.erase(reinterpret_cast<uintptr_t>(p));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                       CUstream stream) {
+  void *d = reinterpret_cast<void *>(dst);
+  const void *s = reinterpret_cast<const void *>(src);
+  if (isPageable(d) || isPageable(s)) {
+    // Pageable host memory: after the stream's earlier work, at once.
+    drain(streamOf(stream));
+    DeviceAccess device;
+    std::memcpy(d, s, bytes);
+    return CUDA_SUCCESS;
+  }
+  spmd::emu::enqueue(stream, [=] { std::memcpy(d, s, bytes); });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *copy, CUstream stream) {
+  if (copy->srcMemoryType != CU_MEMORYTYPE_DEVICE ||
+      copy->dstMemoryType != CU_MEMORYTYPE_DEVICE)
+    spmd::emu::fail("cuMemcpy2DAsync: only device-to-device copies");
+  CUDA_MEMCPY2D c = *copy;
+  auto *dst = reinterpret_cast<char *>(c.dstDevice + c.dstY * c.dstPitch +
+                                       c.dstXInBytes);
+  auto *src = reinterpret_cast<const char *>(c.srcDevice + c.srcY * c.srcPitch +
+                                             c.srcXInBytes);
+  size_t lastDst = (c.Height - 1) * c.dstPitch + c.WidthInBytes;
+  size_t lastSrc = (c.Height - 1) * c.srcPitch + c.WidthInBytes;
+  if (c.Height && (!allocationOf(dst, lastDst) || !allocationOf(src, lastSrc)))
+    spmd::emu::fail("cuMemcpy2DAsync outside a device allocation");
+  spmd::emu::enqueue(stream, [=] {
+    for (size_t row = 0; row < c.Height; ++row)
+      std::memcpy(dst + row * c.dstPitch, src + row * c.srcPitch,
+                  c.WidthInBytes);
+  });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
+  drainAll();
+  DeviceAccess device;
+  std::memset(reinterpret_cast<void *>(dst), value, count);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t count,
+                          CUstream stream) {
+  spmd::emu::enqueue(stream, [=] {
+    auto *p = reinterpret_cast<uint16_t *>(dst);
+    for (size_t i = 0; i < count; ++i)
+      p[i] = value;
+  });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count,
+                          CUstream stream) {
+  spmd::emu::enqueue(stream, [=] {
+    auto *p = reinterpret_cast<uint32_t *>(dst);
+    for (size_t i = 0; i < count; ++i)
+      p[i] = value;
+  });
+  return CUDA_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Modules and kernels
+//===----------------------------------------------------------------------===//
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  static const char prefix[] = "spmd-emulated-kernels:";
+  const char *text = static_cast<const char *>(image);
+  if (std::strncmp(text, prefix, sizeof(prefix) - 1) != 0) {
+    std::fprintf(stderr,
+                 "spmd gpu emulator: this module is a real GPU binary; the "
+                 "emulator runs programs compiled with "
+                 "--spmd-lower-to-nvvm=\"emulate=1\"\n");
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  *module = new CUmod_st{std::string(text + sizeof(prefix) - 1)};
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int,
+                            CUjit_option *, void **) {
+  return cuModuleLoadData(module, image);
+}
+
+CUresult cuModuleUnload(CUmodule module) {
+  delete module;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
+                             const char *name) {
+  std::string symbol = "__spmd_emu_" + module->name + "__" + name;
+  auto it = drv().functions.find(symbol);
+  if (it != drv().functions.end()) {
+    *function = it->second;
+    return CUDA_SUCCESS;
+  }
+  void *entry = dlsym(RTLD_DEFAULT, symbol.c_str());
+  void *params = dlsym(RTLD_DEFAULT, (symbol + "_params").c_str());
+  if (!entry || !params) {
+    std::fprintf(stderr,
+                 "spmd gpu emulator: kernel %s not found in the process "
+                 "(link the program with -rdynamic)\n",
+                 symbol.c_str());
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  auto *f = new CUfunc_st;
+  f->name = symbol;
+  f->entry = reinterpret_cast<decltype(f->entry)>(entry);
+  f->params = static_cast<const int64_t *>(params);
+  drv().functions[symbol] = f;
+  *function = f;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridX, unsigned int gridY,
+                        unsigned int gridZ, unsigned int blockX,
+                        unsigned int blockY, unsigned int blockZ,
+                        unsigned int sharedBytes, CUstream stream,
+                        void **params, void **extra) {
+  // The limits of NVIDIA GPUs since compute capability 3.0.
+  uint64_t threads = uint64_t(blockX) * blockY * blockZ;
+  if (threads == 0 || threads > 1024 || blockX > 1024 || blockY > 1024 ||
+      blockZ > 64 || gridX == 0 || gridY == 0 || gridZ == 0 ||
+      gridY > 65535 || gridZ > 65535 || gridX > 0x7fffffffu) {
+    std::fprintf(stderr,
+                 "spmd gpu emulator: %s launched with grid %ux%ux%u, block "
+                 "%ux%ux%u: beyond a GPU's limits\n",
+                 f->name.c_str(), gridX, gridY, gridZ, blockX, blockY, blockZ);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (sharedBytes || extra)
+    spmd::emu::fail(f->name + ": dynamic shared memory and `extra` launch "
+                              "parameters are not emulated");
+  // The parameters are read at launch, as the driver does.
+  int64_t count = f->params[0];
+  size_t total = 0;
+  for (int64_t i = 0; i < count; ++i)
+    total += (static_cast<size_t>(f->params[1 + i]) + 7) / 8 * 8;
+  auto storage = std::make_shared<std::vector<char>>(total);
+  auto slots = std::make_shared<std::vector<void *>>(count);
+  size_t at = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    auto bytes = static_cast<size_t>(f->params[1 + i]);
+    std::memcpy(storage->data() + at, params[i], bytes);
+    (*slots)[i] = storage->data() + at;
+    at += (bytes + 7) / 8 * 8;
+  }
+  spmd::emu::enqueue(stream, [=] {
+    currentKernel = f->name.c_str();
+    currentParam = 0;
+    f->entry(slots->data(), gridX, gridY, gridZ, blockX, blockY, blockZ,
+             checkKernelPointer);
+    (void)storage;
+  });
+  return CUDA_SUCCESS;
+}
+
+} // extern "C"

@@ -1,0 +1,40 @@
+//===- Emulator.h - the GPU emulator's shared pieces ------------*- C++ -*-===//
+//
+// The GPU emulator: the CUDA driver (libcuda.so.1), NCCL (libnccl.so.2) and
+// cuBLAS (libcublas.so.13) functions libSpmdGpuRuntime calls, implemented on
+// the CPU, so that programs compiled with spmd-lower-to-nvvm{emulate=1} run
+// on machines without a GPU (LD_LIBRARY_PATH=build/lib/gpu-emulator).
+// "Device memory" is host memory the emulated driver tracks; streams are
+// queues run lazily, when the host waits (stream/event/context
+// synchronization, a copy to pageable host memory), so host code that reads
+// results without waiting for them sees stale data, as on a GPU; NCCL runs
+// on MPI, one process per rank; cuBLAS on OpenBLAS. The emulated NCCL and
+// cuBLAS enqueue their work on the emulated driver's streams through these
+// functions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMD_RUNTIME_GPUEMULATOR_EMULATOR_H
+#define SPMD_RUNTIME_GPUEMULATOR_EMULATOR_H
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace spmd::emu {
+
+/// Appends `work` to `stream`'s queue (the null stream for 0).
+void enqueue(CUstream stream, std::function<void()> work);
+
+/// Whether [p, p + bytes) lies in one device allocation (or registered /
+/// managed memory): what kernels, NCCL and cuBLAS may address.
+bool isDeviceMemory(const void *p, size_t bytes);
+
+/// Prints "spmd gpu emulator: <what>" and exits(1).
+[[noreturn]] void fail(const std::string &what);
+
+} // namespace spmd::emu
+
+#endif // SPMD_RUNTIME_GPUEMULATOR_EMULATOR_H

@@ -1,0 +1,346 @@
+//===- Nccl.cpp - the NCCL functions, emulated on MPI ---------------------===//
+//
+// The NCCL API libSpmdGpuRuntime uses, as libnccl.so.2 (see Emulator.h):
+// one MPI process per rank (launch the program with mpirun; the runtime
+// takes its rank from Open MPI's environment), a communicator per NCCL
+// communicator, MPI_Comm_split for ncclCommSplit. Operations run on the
+// emulated streams in order; inside ncclGroupStart/End they are held and
+// enqueued together at the group's end (as NCCL launches a group), the
+// group's sends and receives as one exchange. Buffers must be device memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emulator.h"
+
+#include <mpi.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+struct ncclComm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+};
+
+namespace {
+
+/// One operation of a group: a collective, or one side of a send/receive.
+struct Op {
+  CUstream stream;
+  std::function<void()> collective;
+  // Point-to-point: posted together, completed together.
+  bool isSend = false, isRecv = false;
+  void *buffer = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_BYTE;
+  int peer = 0;
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+int groupDepth = 0;
+std::vector<Op> pending;
+
+void finalizeMpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+void ensureMpi() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized)
+    return;
+  MPI_Init(nullptr, nullptr);
+  std::atexit(finalizeMpi);
+}
+
+MPI_Datatype mpiType(ncclDataType_t t) {
+  switch (t) {
+  case ncclFloat32:
+    return MPI_FLOAT;
+  case ncclFloat64:
+    return MPI_DOUBLE;
+  case ncclInt32:
+    return MPI_INT32_T;
+  case ncclInt64:
+    return MPI_INT64_T;
+  default:
+    spmd::emu::fail("NCCL: element type not emulated");
+  }
+}
+
+size_t typeBytes(ncclDataType_t t) {
+  return t == ncclFloat64 || t == ncclInt64 ? 8 : 4;
+}
+
+MPI_Op mpiOp(ncclRedOp_t op) {
+  switch (op) {
+  case ncclSum:
+  case ncclAvg: // sum, then divided
+    return MPI_SUM;
+  case ncclProd:
+    return MPI_PROD;
+  case ncclMax:
+    return MPI_MAX;
+  case ncclMin:
+    return MPI_MIN;
+  default:
+    spmd::emu::fail("NCCL: reduction not emulated");
+  }
+}
+
+void divide(void *data, size_t count, ncclDataType_t t, int by) {
+  switch (t) {
+  case ncclFloat32:
+    for (size_t i = 0; i < count; ++i)
+      static_cast<float *>(data)[i] /= float(by);
+    return;
+  case ncclFloat64:
+    for (size_t i = 0; i < count; ++i)
+      static_cast<double *>(data)[i] /= double(by);
+    return;
+  case ncclInt32:
+    for (size_t i = 0; i < count; ++i)
+      static_cast<int32_t *>(data)[i] /= by;
+    return;
+  default:
+    for (size_t i = 0; i < count; ++i)
+      static_cast<int64_t *>(data)[i] /= by;
+  }
+}
+
+void requireDevice(const void *p, size_t bytes, const char *op) {
+  if (bytes && !spmd::emu::isDeviceMemory(p, bytes))
+    spmd::emu::fail(std::string(op) + ": buffer is not device memory");
+}
+
+/// Runs the operations of one group (or a single operation) in order; the
+/// sends and receives are posted first and completed together.
+void run(std::vector<Op> ops) {
+  std::vector<MPI_Request> requests;
+  for (Op &op : ops) {
+    MPI_Request r;
+    if (op.isSend) {
+      MPI_Isend(op.buffer, op.count, op.type, op.peer, 0, op.comm, &r);
+      requests.push_back(r);
+    } else if (op.isRecv) {
+      MPI_Irecv(op.buffer, op.count, op.type, op.peer, 0, op.comm, &r);
+      requests.push_back(r);
+    }
+  }
+  for (Op &op : ops)
+    if (op.collective)
+      op.collective();
+  MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+              MPI_STATUSES_IGNORE);
+}
+
+void flush(std::vector<Op> ops) {
+  if (ops.empty())
+    return;
+  CUstream stream = ops.front().stream;
+  for (Op &op : ops)
+    if (op.stream != stream)
+      spmd::emu::fail("NCCL: a group over several streams is not emulated");
+  spmd::emu::enqueue(stream, [ops = std::move(ops)] { run(ops); });
+}
+
+ncclResult_t submit(Op op) {
+  if (groupDepth > 0) {
+    pending.push_back(std::move(op));
+    return ncclSuccess;
+  }
+  flush({std::move(op)});
+  return ncclSuccess;
+}
+
+ncclResult_t collective(CUstream stream, std::function<void()> fn) {
+  Op op;
+  op.stream = stream;
+  op.collective = std::move(fn);
+  return submit(std::move(op));
+}
+
+} // namespace
+
+extern "C" {
+
+const char *ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+  case ncclSuccess:
+    return "no error";
+  case ncclInvalidArgument:
+    return "invalid argument (emulated NCCL)";
+  case ncclInvalidUsage:
+    return "invalid usage (emulated NCCL)";
+  default:
+    return "error (emulated NCCL)";
+  }
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  std::memset(id, 0, sizeof(*id));
+  std::strcpy(id->internal, "spmd-emulated-nccl");
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId,
+                              int rank) {
+  ensureMpi();
+  int mpiRank = 0, mpiSize = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &mpiRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &mpiSize);
+  if (mpiRank != rank || mpiSize != nranks)
+    spmd::emu::fail("ncclCommInitRank: rank " + std::to_string(rank) + " of " +
+                    std::to_string(nranks) + ", but MPI has rank " +
+                    std::to_string(mpiRank) + " of " + std::to_string(mpiSize) +
+                    " (the emulated NCCL runs on MPI: launch with mpirun)");
+  auto *c = new ncclComm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
+  c->rank = rank;
+  c->size = nranks;
+  *comm = c;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                           ncclComm_t *newcomm, ncclConfig_t *) {
+  if (groupDepth > 0)
+    return ncclInvalidUsage;
+  auto *c = new ncclComm;
+  MPI_Comm_split(comm->comm, color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : color,
+                 key, &c->comm);
+  if (c->comm == MPI_COMM_NULL) {
+    delete c;
+    *newcomm = nullptr;
+    return ncclSuccess;
+  }
+  MPI_Comm_rank(c->comm, &c->rank);
+  MPI_Comm_size(c->comm, &c->size);
+  *newcomm = c;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
+  *count = comm->size;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  // Operations still queued may use it: the MPI communicator is kept.
+  (void)comm;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *error) {
+  *error = ncclSuccess;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupStart(void) {
+  ++groupDepth;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd(void) {
+  if (groupDepth <= 0)
+    return ncclInvalidUsage;
+  if (--groupDepth == 0) {
+    std::vector<Op> ops;
+    ops.swap(pending);
+    flush(std::move(ops));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
+  size_t bytes = count * typeBytes(type);
+  requireDevice(send, bytes, "ncclAllReduce");
+  requireDevice(recv, bytes, "ncclAllReduce");
+  return collective(reinterpret_cast<CUstream>(stream), [=] {
+    MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, int(count),
+                  mpiType(type), mpiOp(op), comm->comm);
+    if (op == ncclAvg)
+      divide(recv, count, type, comm->size);
+  });
+}
+
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+  size_t bytes = count * typeBytes(type);
+  requireDevice(recv, bytes, "ncclBroadcast");
+  if (comm->rank == root)
+    requireDevice(send, bytes, "ncclBroadcast");
+  return collective(reinterpret_cast<CUstream>(stream), [=] {
+    if (comm->rank == root && send != recv)
+      std::memcpy(recv, send, bytes);
+    MPI_Bcast(recv, int(count), mpiType(type), root, comm->comm);
+  });
+}
+
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, ncclComm_t comm,
+                           cudaStream_t stream) {
+  size_t bytes = count * typeBytes(type);
+  requireDevice(send, bytes, "ncclAllGather");
+  requireDevice(recv, bytes * comm->size, "ncclAllGather");
+  return collective(reinterpret_cast<CUstream>(stream), [=] {
+    bool inPlace = static_cast<const char *>(recv) + comm->rank * bytes == send;
+    MPI_Allgather(inPlace ? MPI_IN_PLACE : send, int(count), mpiType(type),
+                  recv, int(count), mpiType(type), comm->comm);
+  });
+}
+
+ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
+                               ncclDataType_t type, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t stream) {
+  size_t bytes = count * typeBytes(type);
+  requireDevice(send, bytes * comm->size, "ncclReduceScatter");
+  requireDevice(recv, bytes, "ncclReduceScatter");
+  return collective(reinterpret_cast<CUstream>(stream), [=] {
+    MPI_Reduce_scatter_block(send, recv, int(count), mpiType(type), mpiOp(op),
+                             comm->comm);
+    if (op == ncclAvg)
+      divide(recv, count, type, comm->size);
+  });
+}
+
+ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t type,
+                      int peer, ncclComm_t comm, cudaStream_t stream) {
+  requireDevice(send, count * typeBytes(type), "ncclSend");
+  Op op;
+  op.stream = reinterpret_cast<CUstream>(stream);
+  op.isSend = true;
+  op.buffer = const_cast<void *>(send);
+  op.count = int(count);
+  op.type = mpiType(type);
+  op.peer = peer;
+  op.comm = comm->comm;
+  return submit(std::move(op));
+}
+
+ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type, int peer,
+                      ncclComm_t comm, cudaStream_t stream) {
+  requireDevice(recv, count * typeBytes(type), "ncclRecv");
+  Op op;
+  op.stream = reinterpret_cast<CUstream>(stream);
+  op.isRecv = true;
+  op.buffer = recv;
+  op.count = int(count);
+  op.type = mpiType(type);
+  op.peer = peer;
+  op.comm = comm->comm;
+  return submit(std::move(op));
+}
+
+} // extern "C"
