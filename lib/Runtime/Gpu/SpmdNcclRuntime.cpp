@@ -520,6 +520,10 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
   return record("reduce_scatter");
 }
 
+/// Exchanges chunk k of the split dimension with rank k and concatenates
+/// the received chunks along concatDim in group order (both of the 4-D
+/// shape d0..d3): chunks that are not contiguous are packed into (and
+/// unpacked from) scratch buffers with one 2-D copy per rank.
 int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
                            int64_t d2, int64_t d3, int64_t splitDim,
                            int64_t concatDim, int32_t dtype, int64_t packed,
@@ -527,23 +531,85 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
   ncclComm_t comm = group(packed, mask);
   int n = groupSize(comm);
   size_t elem = typeBytes(dtype);
-  int64_t dims[4] = {d0, d1, d2, d3};
-  // Only the layout where both the split and the concatenation are along
-  // dimension 0 is a plain exchange of contiguous chunks.
-  if (splitDim != 0 || concatDim != 0)
-    spmd::gpu::fail("all_to_all", "only split and concat along dimension 0 "
-                                  "are supported on the GPU");
-  size_t chunk = static_cast<size_t>((dims[0] / n) * d1 * d2 * d3);
+  int64_t shape[4] = {d0, d1, d2, d3};
+  if (splitDim < 0 || splitDim > 3 || concatDim < 0 || concatDim > 3)
+    spmd::gpu::fail("all_to_all", "dimensions out of range");
+  if (shape[splitDim] % n != 0)
+    spmd::gpu::fail("all_to_all",
+                    "the split dimension is not divisible by the group size");
+  auto prod = [](const int64_t *s, int64_t from, int64_t to) {
+    int64_t p = 1;
+    for (int64_t i = from; i < to; ++i)
+      p *= s[i];
+    return p;
+  };
+  size_t chunk = static_cast<size_t>(prod(shape, 0, 4) / n);
+  size_t chunkBytes = chunk * elem;
+  // What is sent: chunk k of the split dimension, [outer, part, inner].
+  int64_t sOuter = prod(shape, 0, splitDim);
+  int64_t sPart = shape[splitDim] / n, sInner = prod(shape, splitDim + 1, 4);
+  // What is received has the split shape and lands at position k of the
+  // concatenation dimension of the output, [outer, dim * n, inner].
+  int64_t split[4] = {d0, d1, d2, d3};
+  split[splitDim] /= n;
+  int64_t cOuter = prod(split, 0, concatDim), cDim = split[concatDim];
+  int64_t cInner = prod(split, concatDim + 1, 4);
+  auto copy2d = [](CUdeviceptr dst, size_t dstPitch, CUdeviceptr src,
+                   size_t srcPitch, size_t width, size_t height) {
+    CUDA_MEMCPY2D c{};
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = src;
+    c.srcPitch = srcPitch;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = dst;
+    c.dstPitch = dstPitch;
+    c.WidthInBytes = width;
+    c.Height = height;
+    spmd::gpu::checkCu(cuMemcpy2DAsync(&c, rt().stream),
+                       "cuMemcpy2DAsync (all_to_all)");
+  };
+  auto base = [](int64_t address) { return static_cast<CUdeviceptr>(address); };
+  CUdeviceptr send = base(in), recv = base(out), sendScratch = 0,
+              recvScratch = 0;
+  if (sOuter > 1) {
+    spmd::gpu::checkCu(cuMemAllocAsync(&sendScratch, chunkBytes * n,
+                                       rt().stream),
+                       "cuMemAllocAsync (all_to_all)");
+    size_t row = static_cast<size_t>(sPart * sInner) * elem;
+    for (int k = 0; k < n; ++k)
+      copy2d(sendScratch + k * chunkBytes, row, base(in) + k * row, row * n,
+             row, static_cast<size_t>(sOuter));
+    send = sendScratch;
+  }
+  if (cOuter > 1) {
+    spmd::gpu::checkCu(cuMemAllocAsync(&recvScratch, chunkBytes * n,
+                                       rt().stream),
+                       "cuMemAllocAsync (all_to_all)");
+    recv = recvScratch;
+  }
   checkNccl(ncclGroupStart(), "ncclGroupStart");
   for (int k = 0; k < n; ++k) {
-    checkNccl(ncclSend(ptr(in + static_cast<int64_t>(k * chunk * elem)), chunk,
+    checkNccl(ncclSend(ptr(static_cast<int64_t>(send + k * chunkBytes)), chunk,
                        ncclType(dtype), k, comm, rt().stream),
               "ncclSend (all_to_all)");
-    checkNccl(ncclRecv(ptr(out + static_cast<int64_t>(k * chunk * elem)), chunk,
+    checkNccl(ncclRecv(ptr(static_cast<int64_t>(recv + k * chunkBytes)), chunk,
                        ncclType(dtype), k, comm, rt().stream),
               "ncclRecv (all_to_all)");
   }
   checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+  afterEnqueued([=] {
+    if (recvScratch) {
+      size_t row = static_cast<size_t>(cDim * cInner) * elem;
+      for (int k = 0; k < n; ++k)
+        copy2d(base(out) + k * row, row * n, recvScratch + k * chunkBytes, row,
+               row, static_cast<size_t>(cOuter));
+      spmd::gpu::checkCu(cuMemFreeAsync(recvScratch, rt().stream),
+                         "cuMemFreeAsync");
+    }
+    if (sendScratch)
+      spmd::gpu::checkCu(cuMemFreeAsync(sendScratch, rt().stream),
+                         "cuMemFreeAsync");
+  });
   return record("all_to_all");
 }
 
