@@ -1,18 +1,35 @@
 #!/usr/bin/env bash
 # Builds what bench/gpu/check.sh runs on a GPU machine (which has CUDA, NCCL
-# and PyTorch but no LLVM/MLIR and no MPI): the gradient step of
-# grad_step.mlir.in compiled ahead of time for the GPU (spmd-gpu-opt
-# --spmd-lower-to-nvvm, cubins for sm_90) and linked against
-# libSpmdGpuRuntime, plus the same step compiled for the CPU path and run
-# here, whose outputs the GPU run is checked against. Everything lands in
-# bench/gpu/out (a few MiB; carry that folder).
+# and PyTorch but no LLVM/MLIR and no MPI), ahead of time, linked against
+# libSpmdGpuRuntime: the gradient step of grad_step.mlir.in (B x K -> N) and
+# the example train step (examples/mlp_train_step.mlir, 5 steps of SGD with
+# momentum, train_step_main.cpp), compiled with spmd-gpu-opt
+# --spmd-lower-to-nvvm (cubins for sm_90); plus both compiled for the CPU
+# path and run here, whose outputs the GPU runs are checked against.
+# Everything lands in bench/gpu/out (a few MiB; carry that folder).
 #
-#   bash bench/gpu/build.sh [B K N]       (default 4096 1024 1024)
+# --emulate builds the same for the GPU emulator instead (kernels compiled
+# for the host; bench/gpu/out-emulated), so that check.sh can be tried here:
+#   bash bench/gpu/build.sh --emulate 256 128 64 && bash bench/gpu/out-emulated/check.sh
+#
+#   bash bench/gpu/build.sh [--emulate] [B K N]     (default 4096 1024 1024)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/setup.sh"
+emulate=0
+if [ "${1:-}" = --emulate ]; then
+  emulate=1
+  shift
+fi
 B=${1:-4096} K=${2:-1024} N=${3:-1024}
 here="$SPMD_ROOT/bench/gpu"
 out="$here/out"
+lower="cuda-toolkit=CUDA"
+link_extra=()
+if [ $emulate = 1 ]; then
+  out="$here/out-emulated"
+  lower="emulate=1"
+  link_extra=(-rdynamic)
+fi
 llvm=/usr/lib/llvm-22
 if [ ! -f "$SPMD_BUILD/lib/libSpmdGpuRuntime.so" ]; then
   echo "bench/gpu: libSpmdGpuRuntime was not built (no CUDA/NCCL found)" >&2
@@ -27,29 +44,55 @@ sed -e "s/@B@/$B/g; s/@K@/$K/g; s/@N@/$N/g" "$here/grad_step.mlir.in" \
   > "$out/grad_step.mlir"
 spmd-opt "$out/grad_step.mlir" --spmd-distribute -o "$out/local.mlir"
 
-echo "== GPU: spmd-gpu-opt --spmd-lower-to-nvvm (sm_90)"
-spmd-gpu-opt "$out/local.mlir" --spmd-lower-to-nvvm="cuda-toolkit=$cuda" \
-  | "$llvm/bin/mlir-translate" --mlir-to-llvmir -o "$out/gpu.ll"
-"$llvm/bin/llc" -O2 -mtriple="$triple" --relocation-model=pic -filetype=obj \
-  "$out/gpu.ll" -o "$out/gpu.o"
-c++ -O2 -std=c++17 -I"$SPMD_ROOT/include" -DB="$B" -DK="$K" -DN="$N" \
-  "$here/grad_step_bench.cpp" "$out/gpu.o" -o "$out/grad_step_gpu" \
-  -L"$SPMD_BUILD/lib" -lSpmdGpuRuntime -L"$cuda/lib64/stubs" -lcuda \
-  -Wl,-rpath,'$ORIGIN':"$cuda/lib64"
+# The example train step with its C interface, on one device (mesh of 1).
+sed '/^func.func private @printMemrefF32/,$d' "$SPMD_ROOT/examples/mlp_train_step.mlir" \
+  | sed -E '/^func.func @(init|train_step|dump)\(/ s/ \{$/ attributes {llvm.emit_c_interface} {/' \
+  | sed 's/shape = 2/shape = 1/' | spmd-opt --spmd-distribute -o "$out/train_local.mlir"
+
+# gpu NAME LOCAL.mlir DRIVER.cpp [FLAGS...]: the GPU executable out/NAME.
+gpu() {
+  local name=$1 local_mlir=$2 driver=$3
+  shift 3
+  spmd-gpu-opt "$local_mlir" --spmd-lower-to-nvvm="${lower/CUDA/$cuda}" \
+    | "$llvm/bin/mlir-translate" --mlir-to-llvmir -o "$out/$name.ll"
+  "$llvm/bin/llc" -O2 -mtriple="$triple" --relocation-model=pic -filetype=obj \
+    "$out/$name.ll" -o "$out/$name.o"
+  c++ -O2 -std=c++17 -I"$SPMD_ROOT/include" "$@" "$driver" "$out/$name.o" \
+    -o "$out/$name" "${link_extra[@]}" -L"$SPMD_BUILD/lib" -lSpmdGpuRuntime \
+    -L"$cuda/lib64/stubs" -lcuda -Wl,-rpath,'$ORIGIN':"$cuda/lib64"
+}
+
+# cpu NAME LOCAL.mlir DRIVER.cpp REF.bin [FLAGS...]: the CPU path's outputs.
+cpu() {
+  local name=$1 local_mlir=$2 driver=$3 ref=$4
+  shift 4
+  spmd-opt "$local_mlir" --spmd-lower-to-cpu \
+    | "$llvm/bin/mlir-translate" --mlir-to-llvmir -o "$out/$name.ll"
+  "$llvm/bin/llc" -O2 -mtriple="$triple" --relocation-model=pic -filetype=obj \
+    "$out/$name.ll" -o "$out/$name.o"
+  c++ -O2 -std=c++17 -I"$SPMD_ROOT/include" -DSPMD_CPU "$@" "$driver" \
+    "$out/$name.o" -o "$out/$name" -L"$SPMD_BUILD/lib" -lSpmdRuntime "$blas" \
+    -L"$llvm/lib" -lmlir_c_runner_utils -Wl,-rpath,"$SPMD_BUILD/lib:$llvm/lib"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun --oversubscribe -np 1 "$out/$name" "$out/$ref"
+}
+
+echo "== GPU: spmd-gpu-opt --spmd-lower-to-nvvm=\"$lower\""
+gpu grad_step_gpu "$out/local.mlir" "$here/grad_step_bench.cpp" \
+  -DB="$B" -DK="$K" -DN="$N"
+gpu train_step_gpu "$out/train_local.mlir" "$here/train_step_main.cpp"
 cp "$SPMD_BUILD/lib/libSpmdGpuRuntime.so" "$out/"
 
-echo "== CPU path: spmd-opt --spmd-lower-to-cpu, run here for the reference"
-spmd-opt "$out/local.mlir" --spmd-lower-to-cpu \
-  | "$llvm/bin/mlir-translate" --mlir-to-llvmir -o "$out/cpu.ll"
-"$llvm/bin/llc" -O2 -mtriple="$triple" --relocation-model=pic -filetype=obj \
-  "$out/cpu.ll" -o "$out/cpu.o"
-c++ -O2 -std=c++17 -I"$SPMD_ROOT/include" -DSPMD_CPU -DB="$B" -DK="$K" \
-  -DN="$N" "$here/grad_step_bench.cpp" "$out/cpu.o" -o "$out/grad_step_cpu" \
-  -L"$SPMD_BUILD/lib" -lSpmdRuntime "$blas" -L"$llvm/lib" -lmlir_c_runner_utils \
-  -Wl,-rpath,"$SPMD_BUILD/lib:$llvm/lib"
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-  mpirun --oversubscribe -np 1 "$out/grad_step_cpu" "$out/cpu_ref.bin"
+echo "== CPU path: spmd-opt --spmd-lower-to-cpu, run here for the references"
+cpu grad_step_cpu "$out/local.mlir" "$here/grad_step_bench.cpp" cpu_ref.bin \
+  -DB="$B" -DK="$K" -DN="$N"
+cpu train_step_cpu "$out/train_local.mlir" "$here/train_step_main.cpp" \
+  train_ref.bin
 cp "$here/check.sh" "$here/torch_eager.py" "$out/"
-rm -f "$out"/*.ll "$out"/*.o "$out"/grad_step_cpu
+if [ $emulate = 1 ]; then
+  # check.sh runs against the emulator's libraries instead of CUDA's.
+  echo "$SPMD_BUILD/lib/gpu-emulator" > "$out/emulated"
+fi
+rm -f "$out"/*.ll "$out"/*.o "$out"/grad_step_cpu "$out"/train_step_cpu
 echo "sizes: $B $K $N" > "$out/sizes.txt"
 du -sh "$out"

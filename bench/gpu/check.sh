@@ -3,7 +3,10 @@
 # no MPI) from the folder bench/gpu/build.sh filled (bench/gpu/out), in well
 # under 5 minutes: the GPU-compiled gradient step checked against the CPU
 # path's outputs, its step time, the same step in PyTorch eager on the same
-# GPU, and a short table last.
+# GPU, the example train step (5 steps of SGD with momentum, parameters and
+# optimizer state on the GPU) checked against the CPU path, and a short
+# table last. A folder built with `build.sh --emulate` runs the same against
+# the GPU emulator (no GPU; PyTorch's row is skipped).
 #
 #   bash bench/gpu/out/check.sh          (or from the repository root:
 #   bash bench/gpu/check.sh, which uses bench/gpu/out)
@@ -27,23 +30,46 @@ print(":".join(dirs))
 PY
 )
 export LD_LIBRARY_PATH="$out:/usr/local/cuda/lib64:${wheels:+$wheels:}${LD_LIBRARY_PATH:-}"
-nvidia-smi -L 2>/dev/null | head -1
+emulated=""
+if [ -f "$out/emulated" ]; then
+  emulated=$(cat "$out/emulated")
+  export LD_LIBRARY_PATH="$emulated:$LD_LIBRARY_PATH"
+  echo "GPU emulator: $emulated"
+else
+  nvidia-smi -L 2>/dev/null | head -1
+fi
 
 echo "== spmd: GPU-compiled step vs the CPU path"
 timeout 120 "$out/grad_step_gpu" "$out/cpu_ref.bin" | tee "$out/gpu.txt"
 gpu_rc=${PIPESTATUS[0]}
-echo "== PyTorch eager on the same GPU"
-timeout 120 "$python" "$out/torch_eager.py" "$B" "$K" "$N" | tee "$out/torch.txt"
-torch_rc=${PIPESTATUS[0]}
+echo "== the example train step (5 steps) vs the CPU path"
+timeout 60 "$out/train_step_gpu" "$out/train_ref.bin" | tee "$out/train.txt"
+train_rc=${PIPESTATUS[0]}
+if [ -z "$emulated" ]; then
+  echo "== PyTorch eager on the same GPU"
+  timeout 120 "$python" "$out/torch_eager.py" "$B" "$K" "$N" | tee "$out/torch.txt"
+  torch_rc=${PIPESTATUS[0]}
+else
+  echo "emulated: no GPU for PyTorch" > "$out/torch.txt"
+  torch_rc=0
+fi
 
 check=$(sed -n 's/^check: .*: \(OK\|WRONG\)$/\1/p' "$out/gpu.txt")
-dev=$(sed -n 's/^check: .*deviation \([^:]*\):.*/\1/p' "$out/gpu.txt")
+dev=$(sed -n 's/^check: .*max relative deviation \([^ ]*\) (gpu vs cpu path \([^,]*\),.*/\1 (vs CPU path \2)/p' "$out/gpu.txt")
 spmd_ms=$(sed -n 's/^time: spmd \([0-9.]*\) ms.*/\1/p' "$out/gpu.txt")
 torch_ms=$(sed -n 's/^time: torch eager \([0-9.]*\) ms.*/\1/p' "$out/torch.txt")
+train=$(sed -n 's/^train step: .*: \(OK\|WRONG\)$/\1/p' "$out/train.txt")
+train_dev=$(sed -n 's/^train step: .*deviation \([^:]*\):.*/\1/p' "$out/train.txt")
 echo
-echo "| gradient step $B x $K -> $N, 1 GPU | value |"
+echo "| ${emulated:+EMULATED, no GPU: }gradient step $B x $K -> $N, 1 GPU | value |"
 echo "|---|---|"
-echo "| spmd GPU vs CPU path (max rel. dev.) | ${dev:-n/a} ${check:-FAILED (rc $gpu_rc)} |"
+echo "| spmd GPU vs float64 reference (max rel. dev.) | ${dev:-n/a} ${check:-FAILED (rc $gpu_rc)} |"
 echo "| spmd step time (ms) | ${spmd_ms:-n/a} |"
-echo "| PyTorch eager step time (ms) | ${torch_ms:-n/a (rc $torch_rc)} |"
-[ "$check" = OK ] && [ "$torch_rc" = 0 ]
+if [ -n "$emulated" ]; then
+  torch_cell="n/a (emulated)"
+else
+  torch_cell=${torch_ms:-"n/a (rc $torch_rc)"}
+fi
+echo "| PyTorch eager step time (ms) | $torch_cell |"
+echo "| example train step, 5 steps vs CPU path (max rel. dev.) | ${train_dev:-n/a} ${train:-FAILED (rc $train_rc)} |"
+[ "$check" = OK ] && [ "$train" = OK ] && [ "$torch_rc" = 0 ]
