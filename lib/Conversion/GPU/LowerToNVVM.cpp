@@ -71,7 +71,31 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init(false)};
 };
 
+/// Reports an invalid pipeline option on the module (a pipeline builder
+/// cannot fail by itself) and fails the pipeline.
+struct InvalidOptionPass
+    : public PassWrapper<InvalidOptionPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InvalidOptionPass)
+  explicit InvalidOptionPass(std::string message)
+      : message(std::move(message)) {}
+  StringRef getArgument() const override {
+    return "spmd-lower-to-nvvm-invalid-option";
+  }
+  void runOnOperation() override {
+    getOperation().emitError("spmd-lower-to-nvvm: ") << message;
+    signalPassFailure();
+  }
+  std::string message;
+};
+
 void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
+  // NVIDIA GPUs run at most 1024 threads per block.
+  if (options.blockSize < 1 || options.blockSize > 1024) {
+    pm.addPass(std::make_unique<InvalidOptionPass>(
+        "block-size=" + std::to_string(options.blockSize) +
+        " is not a number of threads a block can have (1 to 1024)"));
+    return;
+  }
   // As on the CPU, up to buffers.
   spmd::buildLowerToBuffers(pm);
   // Device buffers; matmuls to cuBLAS; the rest to kernels.

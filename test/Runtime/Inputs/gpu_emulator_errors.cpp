@@ -1,0 +1,48 @@
+// Misuses of device memory the GPU emulator stops with a message (where a
+// GPU would crash or compute garbage), chosen by argv[1]:
+//   host-read: host code reads a device buffer;
+//   sgemm-host: cuBLAS is given a host buffer;
+//   launch-limits: a kernel launch with 2048 threads per block.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+extern "C" {
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
+void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
+                  int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
+                  int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc);
+void *mgpuModuleLoad(void *data, size_t size);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+}
+
+// A kernel as spmd-gpu-emulator-entries makes them: no parameters.
+extern "C" void __spmd_emu_m__k(void **, int64_t, int64_t, int64_t, int64_t,
+                                int64_t, int64_t, void (*)(void *)) {}
+extern "C" const int64_t __spmd_emu_m__k_params[] = {0};
+
+int main(int argc, char **argv) {
+  if (argc != 2)
+    return 2;
+  auto *d = static_cast<float *>(mgpuMemAlloc(64 * sizeof(float), nullptr,
+                                               false));
+  if (!std::strcmp(argv[1], "host-read")) {
+    std::printf("read %f\n", d[3]);
+  } else if (!std::strcmp(argv[1], "sgemm-host")) {
+    std::vector<float> host(64);
+    spmdGpuSgemm(101, 111, 111, 8, 8, 8, 1.0f, int64_t(d), 8,
+                 int64_t(host.data()), 8, 0.0f, int64_t(d), 8);
+  } else if (!std::strcmp(argv[1], "launch-limits")) {
+    static const char image[] = "spmd-emulated-kernels:m";
+    void *module = mgpuModuleLoad(const_cast<char *>(image), sizeof(image));
+    void *k = mgpuModuleGetFunction(module, "k");
+    mgpuLaunchKernel(k, 1, 1, 1, 2048, 1, 1, 0, nullptr, nullptr, nullptr, 0);
+  }
+  std::printf("not stopped\n");
+  return 0;
+}
