@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 using spmd::gpu::checkCu;
 using spmd::gpu::ensureContext;
@@ -57,14 +58,32 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
           "cuLaunchKernel");
 }
 
+/// Streams the host code is done with, for the next mgpuStreamCreate: the
+/// lowering makes one per stretch of kernels between host calls (dozens per
+/// step), and a stream is cheaper to keep than to create.
+static std::vector<CUstream> &streamPool() {
+  static std::vector<CUstream> pool;
+  return pool;
+}
+
 CUstream mgpuStreamCreate() {
   ensureContext();
+  if (!streamPool().empty()) {
+    CUstream stream = streamPool().back();
+    streamPool().pop_back();
+    return stream;
+  }
   CUstream stream = nullptr;
   checkCu(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   return stream;
 }
 
 void mgpuStreamDestroy(CUstream stream) {
+  // Work still enqueued on it stays ordered before whatever reuses it.
+  if (streamPool().size() < 64) {
+    streamPool().push_back(stream);
+    return;
+  }
   checkCu(cuStreamDestroy(stream), "cuStreamDestroy");
 }
 

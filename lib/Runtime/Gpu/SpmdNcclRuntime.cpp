@@ -65,6 +65,7 @@ struct Runtime {
   ncclComm_t world = nullptr;
   std::map<std::pair<int64_t, int64_t>, ncclComm_t> groups;
   cublasHandle_t blas = nullptr;
+  CUstream blasStream = nullptr;
   int device = -1;
   std::map<std::string, State> states;
   std::vector<std::string> stateOrder;
@@ -739,10 +740,12 @@ void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
   spmd::gpu::ensureContext();
   Runtime &r = rt();
   if (!r.blas) {
+    // cuBLAS gets a stream of its own: waiting for it does not wait for
+    // collectives in flight on the communication stream.
+    spmd::gpu::checkCu(cuStreamCreate(&r.blasStream, CU_STREAM_NON_BLOCKING),
+                       "cuStreamCreate (cuBLAS)");
     checkBlas(cublasCreate(&r.blas), "cublasCreate");
-    checkBlas(cublasSetStream(r.blas, reinterpret_cast<cudaStream_t>(
-                                          static_cast<CUstream>(nullptr))),
-              "cublasSetStream");
+    checkBlas(cublasSetStream(r.blas, r.blasStream), "cublasSetStream");
   }
   if (order != 101)
     spmd::gpu::fail("spmdGpuSgemm", "only row-major (CblasRowMajor) operands");
@@ -754,8 +757,10 @@ void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                         static_cast<const float *>(ptr(a)), lda, &beta,
                         static_cast<float *>(ptr(c)), ldc),
             "cublasSgemm");
-  // Kernels of the program run synchronously; so does the matmul.
-  spmd::gpu::checkCu(cuCtxSynchronize(), "cuCtxSynchronize (sgemm)");
+  // The program's host code synchronizes its kernels' streams around host
+  // calls; the matmul is complete when the call returns, too.
+  spmd::gpu::checkCu(cuStreamSynchronize(r.blasStream),
+                     "cuStreamSynchronize (sgemm)");
 }
 
 } // extern "C"
