@@ -7,8 +7,11 @@
 // Bootstrap: the rank and job size come from torchrun's environment (RANK,
 // WORLD_SIZE, LOCAL_RANK) or Open MPI's (OMPI_COMM_WORLD_RANK, ...); with
 // neither the job is one rank. Rank 0 makes the NCCL unique id and hands it
-// to the others over TCP (MASTER_ADDR, MASTER_PORT: default 127.0.0.1:29500),
-// so the library needs no MPI and runs where only CUDA and NCCL exist.
+// to the others: under Open MPI's mpirun by MPI_Bcast, with libmpi loaded
+// at run time (dlopen), else over TCP (MASTER_ADDR, MASTER_PORT: default
+// 127.0.0.1:29500). The library links no MPI, so it loads and runs where
+// only CUDA and NCCL exist. SPMD_GPU_BOOTSTRAP=tcp|mpi forces one way;
+// SPMD_GPU_VERBOSE=1 says which was taken.
 //
 // Collectives run on one communication stream per process; the blocking
 // forms wait for it, the `...Start` forms record an event that spmdWait
@@ -30,6 +33,7 @@
 #include "Spmd/Runtime/SpmdRuntime.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <cublas_v2.h>
 #include <nccl.h>
 #include <netdb.h>
@@ -123,12 +127,84 @@ void recvAll(int fd, void *data, size_t n) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// MPI broadcast of the NCCL unique id (Open MPI, loaded at run time)
+//===----------------------------------------------------------------------===//
+
+using MpiFinalizeFn = int (*)();
+MpiFinalizeFn mpiFinalize = nullptr;
+int (*mpiFinalized)(int *) = nullptr;
+
+void finalizeMpiAtExit() {
+  int done = 0;
+  if (mpiFinalized && mpiFinalized(&done) == 0 && !done)
+    mpiFinalize();
+}
+
+/// Broadcasts rank 0's id over MPI_COMM_WORLD when the job was started by
+/// Open MPI's mpirun; false when it was not, or libmpi cannot be loaded
+/// (unless SPMD_GPU_BOOTSTRAP=mpi asks for MPI, which then fails).
+bool broadcastOverMpi(ncclUniqueId &id, int rank) {
+  const char *mode = std::getenv("SPMD_GPU_BOOTSTRAP");
+  bool required = mode && std::strcmp(mode, "mpi") == 0;
+  if (mode && std::strcmp(mode, "tcp") == 0)
+    return false;
+  if (!required && (std::getenv("RANK") || !std::getenv("OMPI_COMM_WORLD_SIZE")))
+    return false;
+  void *lib = dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) {
+    if (required)
+      spmd::gpu::fail("SPMD_GPU_BOOTSTRAP=mpi: cannot load Open MPI",
+                      dlerror());
+    return false;
+  }
+  auto initialized = reinterpret_cast<int (*)(int *)>(
+      dlsym(lib, "MPI_Initialized"));
+  auto init = reinterpret_cast<int (*)(int *, char ***)>(dlsym(lib, "MPI_Init"));
+  auto bcast = reinterpret_cast<int (*)(void *, int, void *, int, void *)>(
+      dlsym(lib, "MPI_Bcast"));
+  mpiFinalize = reinterpret_cast<MpiFinalizeFn>(dlsym(lib, "MPI_Finalize"));
+  mpiFinalized = reinterpret_cast<int (*)(int *)>(dlsym(lib, "MPI_Finalized"));
+  // MPI_COMM_WORLD and MPI_BYTE are these objects' addresses in Open MPI.
+  void *world = dlsym(lib, "ompi_mpi_comm_world");
+  void *byte = dlsym(lib, "ompi_mpi_byte");
+  if (!initialized || !init || !bcast || !mpiFinalize || !mpiFinalized ||
+      !world || !byte) {
+    if (required)
+      spmd::gpu::fail("SPMD_GPU_BOOTSTRAP=mpi",
+                      "libmpi.so.40 is not Open MPI's");
+    return false;
+  }
+  int flag = 0;
+  initialized(&flag);
+  if (!flag) {
+    if (init(nullptr, nullptr) != 0)
+      spmd::gpu::fail("bootstrap", "MPI_Init failed");
+    std::atexit(finalizeMpiAtExit);
+  }
+  if (rank == 0)
+    checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  if (bcast(&id, static_cast<int>(sizeof(id)), byte, 0, world) != 0)
+    spmd::gpu::fail("bootstrap", "MPI_Bcast of the NCCL id failed");
+  return true;
+}
+
 ncclUniqueId exchangeUniqueId(int rank, int size) {
   ncclUniqueId id;
+  bool verbose = envInt("SPMD_GPU_VERBOSE", 0) != 0;
   if (size == 1) {
     checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
     return id;
   }
+  if (broadcastOverMpi(id, rank)) {
+    if (verbose)
+      std::fprintf(stderr, "spmd gpu runtime (rank %d): NCCL id over MPI\n",
+                   rank);
+    return id;
+  }
+  if (verbose)
+    std::fprintf(stderr, "spmd gpu runtime (rank %d): NCCL id over TCP\n",
+                 rank);
   const char *addr = std::getenv("MASTER_ADDR");
   std::string host = addr && *addr ? addr : "127.0.0.1";
   int port = envInt("MASTER_PORT", 29500);
