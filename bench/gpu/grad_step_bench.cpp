@@ -140,9 +140,9 @@ int main(int argc, char **argv) {
   auto deviation = [&](auto value, auto reference) {
     double worst = 0;
     for (size_t j = 0; j < out.size(); ++j)
-      worst = std::fmax(worst,
-                        std::fabs(double(value(j)) - double(reference(j))) /
-                            std::fmax(1.0, std::fabs(double(reference(j)))));
+      worst =
+          std::fmax(worst, std::fabs(double(value(j)) - double(reference(j))) /
+                               std::fmax(1.0, std::fabs(double(reference(j)))));
     return worst;
   };
   double worst = deviation([&](size_t j) { return out[j]; },

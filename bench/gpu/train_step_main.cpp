@@ -69,13 +69,13 @@ static void download(std::vector<float> &out, const MemRef<2> &m) {
   copy(out.data() + at, m.aligned + m.offset, n * sizeof(float));
 }
 
-static std::vector<float> values(int64_t rows, int64_t cols, double a,
-                                 double b, double scale) {
+static std::vector<float> values(int64_t rows, int64_t cols, double a, double b,
+                                 double scale) {
   std::vector<float> v(size_t(rows * cols));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
-      v[size_t(i * cols + j)] = float(scale * std::sin(a * double(i) +
-                                                       b * double(j) + 0.3));
+      v[size_t(i * cols + j)] =
+          float(scale * std::sin(a * double(i) + b * double(j) + 0.3));
   return v;
 }
 

@@ -50,17 +50,16 @@ LogicalResult rewriteBody(Region &body, const ThreadIds &ids, StringRef name) {
       replacement = ids.gridDim[dimIndex(dim.getDimension())];
     } else if (auto id = dyn_cast<gpu::GlobalIdOp>(op)) {
       unsigned d = dimIndex(id.getDimension());
-      Value scaled = arith::MulIOp::create(b, op->getLoc(), ids.block[d],
-                                           ids.blockDim[d]);
+      Value scaled =
+          arith::MulIOp::create(b, op->getLoc(), ids.block[d], ids.blockDim[d]);
       replacement =
           arith::AddIOp::create(b, op->getLoc(), scaled, ids.thread[d]);
     } else if (isa<gpu::ReturnOp>(op)) {
       scf::YieldOp::create(b, op->getLoc());
       op->erase();
       continue;
-    } else if (op->getDialect() &&
-               op->getDialect()->getNamespace() ==
-                   gpu::GPUDialect::getDialectNamespace()) {
+    } else if (op->getDialect() && op->getDialect()->getNamespace() ==
+                                       gpu::GPUDialect::getDialectNamespace()) {
       return op->emitError("spmd-gpu-kernels-to-host: '")
              << op->getName() << "' in kernel " << name
              << " is not supported by the GPU emulator (kernels must not "
@@ -93,8 +92,8 @@ LogicalResult emulateKernel(ModuleOp top, gpu::GPUModuleOp module,
   IndexType index = IndexType::get(ctx);
   inputs.append(6, index);
   OpBuilder b = OpBuilder::atBlockEnd(top.getBody());
-  auto func = func::FuncOp::create(b, loc, name,
-                                   FunctionType::get(ctx, inputs, {}));
+  auto func =
+      func::FuncOp::create(b, loc, name, FunctionType::get(ctx, inputs, {}));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   unsigned numKernelArgs = kernel.getNumArguments();

@@ -33,8 +33,8 @@
 #include "Spmd/Runtime/SpmdRuntime.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <cublas_v2.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -149,7 +149,8 @@ bool broadcastOverMpi(ncclUniqueId &id, int rank) {
   bool required = mode && std::strcmp(mode, "mpi") == 0;
   if (mode && std::strcmp(mode, "tcp") == 0)
     return false;
-  if (!required && (std::getenv("RANK") || !std::getenv("OMPI_COMM_WORLD_SIZE")))
+  if (!required &&
+      (std::getenv("RANK") || !std::getenv("OMPI_COMM_WORLD_SIZE")))
     return false;
   void *lib = dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL);
   if (!lib) {
@@ -158,9 +159,10 @@ bool broadcastOverMpi(ncclUniqueId &id, int rank) {
                       dlerror());
     return false;
   }
-  auto initialized = reinterpret_cast<int (*)(int *)>(
-      dlsym(lib, "MPI_Initialized"));
-  auto init = reinterpret_cast<int (*)(int *, char ***)>(dlsym(lib, "MPI_Init"));
+  auto initialized =
+      reinterpret_cast<int (*)(int *)>(dlsym(lib, "MPI_Initialized"));
+  auto init =
+      reinterpret_cast<int (*)(int *, char ***)>(dlsym(lib, "MPI_Init"));
   auto bcast = reinterpret_cast<int (*)(void *, int, void *, int, void *)>(
       dlsym(lib, "MPI_Bcast"));
   mpiFinalize = reinterpret_cast<MpiFinalizeFn>(dlsym(lib, "MPI_Finalize"));
@@ -649,9 +651,9 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
   CUdeviceptr send = base(in), recv = base(out), sendScratch = 0,
               recvScratch = 0;
   if (sOuter > 1) {
-    spmd::gpu::checkCu(cuMemAllocAsync(&sendScratch, chunkBytes * n,
-                                       rt().stream),
-                       "cuMemAllocAsync (all_to_all)");
+    spmd::gpu::checkCu(
+        cuMemAllocAsync(&sendScratch, chunkBytes * n, rt().stream),
+        "cuMemAllocAsync (all_to_all)");
     size_t row = static_cast<size_t>(sPart * sInner) * elem;
     for (int k = 0; k < n; ++k)
       copy2d(sendScratch + k * chunkBytes, row, base(in) + k * row, row * n,
@@ -659,9 +661,9 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
     send = sendScratch;
   }
   if (cOuter > 1) {
-    spmd::gpu::checkCu(cuMemAllocAsync(&recvScratch, chunkBytes * n,
-                                       rt().stream),
-                       "cuMemAllocAsync (all_to_all)");
+    spmd::gpu::checkCu(
+        cuMemAllocAsync(&recvScratch, chunkBytes * n, rt().stream),
+        "cuMemAllocAsync (all_to_all)");
     recv = recvScratch;
   }
   checkNccl(ncclGroupStart(), "ncclGroupStart");

@@ -49,8 +49,7 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasSetStream_v2(cublasHandle_t handle,
-                                  cudaStream_t stream) {
+cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
   handle->stream = stream;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -77,8 +76,8 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transA,
   requireDevice(c, m, n, ldc, "C");
   float al = *alpha, be = *beta; // host pointer mode: read at the call
   spmd::emu::enqueue(handle->stream, [=] {
-    cblas_sgemm(kColMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, m,
-                n, k, al, a, lda, b, ldb, be, c, ldc);
+    cblas_sgemm(kColMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, m, n,
+                k, al, a, lda, b, ldb, be, c, ldc);
   });
   return CUBLAS_STATUS_SUCCESS;
 }

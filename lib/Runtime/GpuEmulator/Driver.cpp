@@ -26,10 +26,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -106,7 +106,7 @@ Arena &arena() {
     if (p == MAP_FAILED)
       spmd::emu::fail("cannot reserve the address range of device memory");
     a.base = static_cast<char *>(p);
-    struct sigaction sa {};
+    struct sigaction sa{};
     sa.sa_sigaction = onFault;
     sa.sa_flags = SA_SIGINFO;
     sigaction(SIGSEGV, &sa, nullptr);
@@ -216,8 +216,8 @@ void *allocate(size_t bytes) {
   // The pages of [p, p + rounded), accessible while it is filled.
   auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   uintptr_t first = reinterpret_cast<uintptr_t>(p) / page * page;
-  uintptr_t last = (reinterpret_cast<uintptr_t>(p) + rounded + page - 1) /
-                   page * page;
+  uintptr_t last =
+      (reinterpret_cast<uintptr_t>(p) + rounded + page - 1) / page * page;
   auto *pages = reinterpret_cast<void *>(first);
   mprotect(pages, last - first, PROT_READ | PROT_WRITE);
   std::memset(p, 0xff, rounded);
@@ -229,8 +229,8 @@ void *allocate(size_t bytes) {
 
 /// Managed memory: the host may touch it too.
 void *allocateManaged(size_t bytes) {
-  void *p = std::aligned_alloc(256, std::max<size_t>((bytes + 255) / 256 * 256,
-                                                     256));
+  void *p =
+      std::aligned_alloc(256, std::max<size_t>((bytes + 255) / 256 * 256, 256));
   if (!p)
     spmd::emu::fail("out of host memory for a managed allocation");
   std::memset(p, 0xff, bytes);
@@ -574,8 +574,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridX, unsigned int gridY,
   // The limits of NVIDIA GPUs since compute capability 3.0.
   uint64_t threads = uint64_t(blockX) * blockY * blockZ;
   if (threads == 0 || threads > 1024 || blockX > 1024 || blockY > 1024 ||
-      blockZ > 64 || gridX == 0 || gridY == 0 || gridZ == 0 ||
-      gridY > 65535 || gridZ > 65535 || gridX > 0x7fffffffu) {
+      blockZ > 64 || gridX == 0 || gridY == 0 || gridZ == 0 || gridY > 65535 ||
+      gridZ > 65535 || gridX > 0x7fffffffu) {
     std::fprintf(stderr,
                  "spmd gpu emulator: %s launched with grid %ux%ux%u, block "
                  "%ux%ux%u: beyond a GPU's limits\n",

@@ -215,8 +215,9 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   if (groupDepth > 0)
     return ncclInvalidUsage;
   auto *c = new ncclComm;
-  MPI_Comm_split(comm->comm, color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : color,
-                 key, &c->comm);
+  MPI_Comm_split(comm->comm,
+                 color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : color, key,
+                 &c->comm);
   if (c->comm == MPI_COMM_NULL) {
     delete c;
     *newcomm = nullptr;
@@ -261,8 +262,8 @@ ncclResult_t ncclGroupEnd(void) {
 }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
-                           ncclDataType_t type, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t stream) {
+                           ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream) {
   size_t bytes = count * typeBytes(type);
   requireDevice(send, bytes, "ncclAllReduce");
   requireDevice(recv, bytes, "ncclAllReduce");

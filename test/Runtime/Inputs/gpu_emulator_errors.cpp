@@ -29,8 +29,8 @@ extern "C" const int64_t __spmd_emu_m__k_params[] = {0};
 int main(int argc, char **argv) {
   if (argc != 2)
     return 2;
-  auto *d = static_cast<float *>(mgpuMemAlloc(64 * sizeof(float), nullptr,
-                                               false));
+  auto *d =
+      static_cast<float *>(mgpuMemAlloc(64 * sizeof(float), nullptr, false));
   if (!std::strcmp(argv[1], "host-read")) {
     std::printf("read %f\n", d[3]);
   } else if (!std::strcmp(argv[1], "sgemm-host")) {
