@@ -42,6 +42,15 @@ def _cmake_cache(build: Path, key: str) -> str:
     raise CompileError(f"{key} missing from {build}/CMakeCache.txt")
 
 
+def pipeline(passes: str = "") -> str:
+    """The pass pipeline from the wrapped global program to the local one:
+    inline the traced callee, the user's `passes`, distribute, overlap."""
+    text = "builtin.module(inline, symbol-dce"
+    if passes:
+        text += ", " + passes
+    return text + ", spmd-distribute, func.func(spmd-overlap-collectives))"
+
+
 def runtime_library() -> Path:
     return build_dir() / "lib" / "libSpmdRuntime.so"
 

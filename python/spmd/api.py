@@ -152,10 +152,7 @@ class CompiledStep:
                                  index=next(_PROGRAMS))
         for override in self.overrides:
             program.text = override.transform(program.text)
-        pipeline = "builtin.module(inline, symbol-dce"
-        if self.passes:
-            pipeline += ", " + self.passes
-        pipeline += ", spmd-distribute, func.func(spmd-overlap-collectives))"
+        pipeline = _toolchain.pipeline(self.passes)
         # Rank 0 builds; the others wait for its verdict (an error on rank 0
         # must not leave them blocked in the next collective). A rank that
         # does not share rank 0's cache (another node) then builds too.

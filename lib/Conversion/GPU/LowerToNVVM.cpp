@@ -22,6 +22,7 @@
 #include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToFuncs/MathToFuncs.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
@@ -113,8 +114,14 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(spmd::createSpmdVerifyGpuHostCodePass());
-  if (options.emulate)
+  if (options.emulate) {
     pm.addPass(spmd::createSpmdGpuKernelsToHostPass());
+    // The NVVM lowering handles math.fpowi/ipowi; on the host, LLVM's powi
+    // takes only an i32 exponent (torch-mlir's `x ** 2` has an i64 one), so
+    // they become the square-and-multiply functions convert-math-to-funcs
+    // generates.
+    pm.addPass(createConvertMathToFuncs());
+  }
   // Allocations, copies and launches on streams with tokens; host calls
   // (collectives, sgemm) wait for what precedes them.
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());

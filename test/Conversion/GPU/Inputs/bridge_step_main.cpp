@@ -1,0 +1,205 @@
+// Drives a train step as spmd.compile builds it (test/Python/emit_program.py:
+// `train_step(x, y)` with every parameter, optimizer state and output as
+// named state) on the CPU path (-DSPMD_CPU) or the GPU path, on any number
+// of ranks, for 3 steps from fixed state and data: every state is set from
+// its name through the runtime's registry, the step runs on this rank's rows
+// of the global batch, and the final state (parameters, optimizer state, the
+// loss) is written to a file (CPU) or compared with that file (GPU), state
+// by state, by name.
+//
+// Shapes and types come from macros: ROWS (global batch), XC (features per
+// row, 0 for 1-D), X_I64 / X_RANGE (integer inputs in [0, X_RANGE)), YC,
+// Y_I64, Y_RANGE likewise. All state is f32.
+//
+//   bridge_step_cpu OUT.txt         bridge_step_gpu REF.txt
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#ifndef SPMD_CPU
+extern "C" {
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
+void mgpuStreamSynchronize(void *stream);
+}
+static void *devAlloc(size_t n) { return mgpuMemAlloc(n, nullptr, false); }
+static void copy(void *dst, const void *src, size_t n) {
+  mgpuMemcpy(dst, const_cast<void *>(src), n, nullptr);
+  mgpuStreamSynchronize(nullptr);
+}
+#else
+static void *devAlloc(size_t n) { return std::malloc(n); }
+static void copy(void *dst, const void *src, size_t n) {
+  std::memcpy(dst, src, n);
+}
+#endif
+
+extern "C" void spmd_register_state(void);
+extern "C" void train_step(...);
+
+/// A memref in the expanded calling convention: allocated, aligned, offset,
+/// sizes, strides (what spmd.compile passes through ctypes).
+static void pushMemRef(std::vector<int64_t> &args, void *data,
+                       std::vector<int64_t> sizes) {
+  args.push_back(reinterpret_cast<int64_t>(data));
+  args.push_back(reinterpret_cast<int64_t>(data));
+  args.push_back(0);
+  for (int64_t s : sizes)
+    args.push_back(s);
+  int64_t stride = 1;
+  std::vector<int64_t> strides(sizes.size());
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= sizes[d];
+  }
+  for (int64_t s : strides)
+    args.push_back(s);
+}
+
+/// This rank's rows of a global input, on the device.
+static void *input(int64_t rows, int64_t first, int64_t cols, bool isInt,
+                   int64_t range, double a, double b) {
+  int64_t per = cols ? cols : 1;
+  std::vector<float> f(size_t(rows * per));
+  std::vector<int64_t> i(size_t(rows * per));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < per; ++c) {
+      int64_t g = first + r;
+      f[size_t(r * per + c)] = float(std::sin(a * double(g) + b * double(c)));
+      i[size_t(r * per + c)] = (g * 7 + c * 3 + int64_t(a * 10)) % range;
+    }
+  size_t bytes = size_t(rows * per) * (isInt ? 8 : 4);
+  void *d = devAlloc(bytes);
+  copy(d, isInt ? static_cast<void *>(i.data()) : f.data(), bytes);
+  return d;
+}
+
+static bool startsAtZero(const std::string &name) {
+  for (const char *z : {".exp_avg", ".step", "output.", "momentum_buffer",
+                        ".max_exp_avg_sq"})
+    if (name.find(z) != std::string::npos)
+      return true;
+  return false;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s FILE\n", argv[0]);
+    return 2;
+  }
+  spmdInit();
+  int rank = spmdWorldRank(), size = spmdWorldSize();
+  spmd_register_state();
+  std::map<std::string, std::pair<int64_t, int64_t>> states; // data, bytes
+  for (int64_t s = 0; s < spmdStateCount(); ++s) {
+    std::string name = spmdStateName(s);
+    int64_t bytes = 0;
+    int64_t data = spmdStateData(name.c_str(), &bytes);
+    states[name] = {data, bytes};
+    std::vector<float> v(size_t(bytes / 4), 0.0f);
+    if (!startsAtZero(name)) {
+      unsigned h = 0;
+      for (char c : name)
+        h = h * 31 + unsigned(c);
+      for (size_t j = 0; j < v.size(); ++j)
+        v[j] = float(0.3 * std::sin(0.7 * double(j) + double(h % 1000)));
+    }
+    copy(reinterpret_cast<void *>(data), v.data(), size_t(bytes));
+  }
+  int64_t rows = ROWS / size, first = rank * rows;
+  void *x = input(rows, first, XC, X_I64, X_RANGE, 0.37, 0.91);
+  void *y = input(rows, first, YC, Y_I64, Y_RANGE, 0.53, 0.29);
+  std::vector<int64_t> args;
+  pushMemRef(args, x, XC ? std::vector<int64_t>{rows, XC}
+                         : std::vector<int64_t>{rows});
+  pushMemRef(args, y, YC ? std::vector<int64_t>{rows, YC}
+                         : std::vector<int64_t>{rows});
+  using Fn = void (*)(...);
+  Fn step = reinterpret_cast<Fn>(&train_step);
+  for (int s = 0; s < 3; ++s) {
+    switch (args.size()) {
+    case 10: // 1-D, 1-D
+      step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+           args[7], args[8], args[9]);
+      break;
+    case 12: // 2-D, 1-D or 1-D, 2-D
+      step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+           args[7], args[8], args[9], args[10], args[11]);
+      break;
+    case 14: // 2-D, 2-D
+      step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+           args[7], args[8], args[9], args[10], args[11], args[12], args[13]);
+      break;
+    default:
+      std::fprintf(stderr, "unexpected inputs\n");
+      return 2;
+    }
+  }
+  std::map<std::string, std::vector<float>> got;
+  for (auto &[name, st] : states) {
+    std::vector<float> v(size_t(st.second / 4));
+    copy(v.data(), reinterpret_cast<void *>(st.first), size_t(st.second));
+    got[name] = v;
+  }
+
+#ifdef SPMD_CPU
+  FILE *f = std::fopen(argv[1], "w");
+  if (!f) {
+    std::perror(argv[1]);
+    return 1;
+  }
+  for (auto &[name, v] : got) {
+    std::fprintf(f, "%s %zu", name.c_str(), v.size());
+    for (float e : v)
+      std::fprintf(f, " %.9e", double(e));
+    std::fprintf(f, "\n");
+  }
+  std::fclose(f);
+  std::printf("cpu: %zu states written to %s\n", got.size(), argv[1]);
+  return 0;
+#else
+  FILE *f = std::fopen(argv[1], "r");
+  if (!f) {
+    std::perror(argv[1]);
+    return 1;
+  }
+  double worst = 0;
+  size_t compared = 0, values = 0;
+  char name[512];
+  size_t n = 0;
+  bool ok = true;
+  while (std::fscanf(f, "%511s %zu", name, &n) == 2) {
+    std::vector<double> ref(n);
+    for (double &e : ref)
+      if (std::fscanf(f, "%le", &e) != 1)
+        ok = false;
+    auto it = got.find(name);
+    if (it == got.end() || it->second.size() != n) {
+      std::printf("rank %d: state %s missing or of another size\n", rank,
+                  name);
+      ok = false;
+      continue;
+    }
+    for (size_t j = 0; j < n; ++j)
+      worst = std::fmax(worst, std::fabs(double(it->second[j]) - ref[j]) /
+                                   std::fmax(1.0, std::fabs(ref[j])));
+    ++compared;
+    values += n;
+  }
+  std::fclose(f);
+  ok = ok && compared == got.size() && worst < 1e-5 && !std::isnan(worst);
+  std::printf("bridge step: rank %d of %d, %zu states (%zu values) after 3 "
+              "steps vs the CPU path, max relative deviation %.1e: %s\n",
+              rank, size, compared, values, worst, ok ? "OK" : "WRONG");
+  spmdFinalize();
+  return ok ? 0 : 1;
+#endif
+}
