@@ -98,9 +98,23 @@ Driver &drv() {
   return *d;
 }
 
+/// SPMD_EMU_REPORT=1: the device allocations still live at exit, so that a
+/// program that leaks device memory per step shows it.
+void reportAtExit() {
+  size_t bytes = 0;
+  for (auto &[base, size] : drv().device)
+    bytes += size;
+  std::fprintf(stderr,
+               "spmd gpu emulator: at exit %zu device allocations "
+               "(%zu bytes) are live\n",
+               drv().device.size(), bytes);
+}
+
 Arena &arena() {
   Arena &a = drv().arena;
   if (!a.base) {
+    if (const char *r = std::getenv("SPMD_EMU_REPORT"); r && *r == '1')
+      std::atexit(reportAtExit);
     void *p = mmap(nullptr, a.reserved, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
