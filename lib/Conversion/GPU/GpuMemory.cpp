@@ -3,10 +3,10 @@
 // After bufferization, on host functions: allocations become `gpu.alloc`
 // (device memory) and deallocations `gpu.dealloc`; copies between
 // contiguous buffers of one shape become `gpu.memcpy`, other copies a
-// `linalg.copy` (a kernel later); a constant global is copied to the device
-// where it is used. Function arguments are device buffers (the caller's
-// contract). Mutable globals (spmd.state) are not supported on the GPU yet:
-// they are diagnosed.
+// `linalg.copy` (a kernel later); a constant global becomes the runtime's
+// device copy of it (uploaded on first use, then kept), state the runtime's
+// device buffer of that name. Function arguments are device buffers (the
+// caller's contract).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,13 +34,48 @@ bool isIdentityContiguous(MemRefType type) {
 /// Marks host loads/stores of host copies (for spmd-verify-gpu-host-code).
 constexpr llvm::StringLiteral kHostCopyAttr = "spmd.host_copy";
 
+/// A memref of `type` (static, identity layout) over the device address
+/// `address` (i64): the descriptor built in the LLVM dialect's layout and
+/// cast to the memref type (the cast folds away when the rest is lowered to
+/// LLVM). A runtime function returning a memref would need the C
+/// interface, whose wrapper gpu-to-llvm does not generate for declarations.
+Value deviceMemRef(OpBuilder &b, Location loc, MemRefType type, Value address) {
+  MLIRContext *ctx = b.getContext();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = b.getI64Type();
+  Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, address);
+  // {allocated, aligned, offset, sizes[rank], strides[rank]}.
+  int64_t rank = type.getRank();
+  SmallVector<Type> fields{ptrType, ptrType, i64};
+  if (rank > 0) {
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+  }
+  auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+  Value desc = LLVM::UndefOp::create(b, loc, descType);
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
+  auto constant = [&](int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+  desc = LLVM::InsertValueOp::create(b, loc, desc, constant(0),
+                                     ArrayRef<int64_t>{2});
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    desc = LLVM::InsertValueOp::create(
+        b, loc, desc, constant(type.getDimSize(d)), ArrayRef<int64_t>{3, d});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, constant(stride),
+                                       ArrayRef<int64_t>{4, d});
+    stride *= type.getDimSize(d);
+  }
+  return UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
+                                            ValueRange{desc})
+      .getResult(0);
+}
+
 /// The runtime's device buffer for the state `get` names, as a memref:
 /// `spmdGpuStateAddress(name, bytes, dtype)` (zero-filled when first made)
-/// returns its address, from which the memref descriptor is built in the
-/// LLVM dialect's layout and cast to the memref type (the cast folds away
-/// when the rest is lowered to LLVM). A function returning a memref would
-/// need the C interface, whose wrapper gpu-to-llvm does not generate for
-/// declarations.
+/// returns its address.
 FailureOr<Value> stateBuffer(OpBuilder &b, memref::GetGlobalOp get,
                              ModuleOp module) {
   Location loc = get.getLoc();
@@ -87,34 +122,35 @@ FailureOr<Value> stateBuffer(OpBuilder &b, memref::GetGlobalOp get,
   Value address = func::CallOp::create(b, loc, callee, TypeRange{i64},
                                        ValueRange{name, size, dtype})
                       .getResult(0);
-  Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, address);
-  // {allocated, aligned, offset, sizes[rank], strides[rank]}.
-  int64_t rank = type.getRank();
-  SmallVector<Type> fields{ptrType, ptrType, i64};
-  if (rank > 0) {
-    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+  return deviceMemRef(b, loc, type, address);
+}
+
+/// The runtime's device copy of the constant global `get` reads:
+/// `spmdGpuConstantAddress(host, bytes)` uploads it on the first call and
+/// returns the same device buffer after, so a step does not copy its
+/// constants to the device again each time it runs.
+Value constantBuffer(OpBuilder &b, memref::GetGlobalOp get, ModuleOp module) {
+  Location loc = get.getLoc();
+  MemRefType type = get.getType();
+  Type i64 = b.getI64Type();
+  StringRef callee = "spmdGpuConstantAddress";
+  if (!module.lookupSymbol<func::FuncOp>(callee)) {
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    auto decl = func::FuncOp::create(mb, loc, callee,
+                                     mb.getFunctionType({i64, i64}, {i64}));
+    decl.setPrivate();
   }
-  auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
-  Value desc = LLVM::UndefOp::create(b, loc, descType);
-  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
-  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
-  auto constant = [&](int64_t v) {
-    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
-  };
-  desc = LLVM::InsertValueOp::create(b, loc, desc, constant(0),
-                                     ArrayRef<int64_t>{2});
-  int64_t stride = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    desc = LLVM::InsertValueOp::create(
-        b, loc, desc, constant(type.getDimSize(d)), ArrayRef<int64_t>{3, d});
-    desc = LLVM::InsertValueOp::create(b, loc, desc, constant(stride),
-                                       ArrayRef<int64_t>{4, d});
-    stride *= type.getDimSize(d);
-  }
-  return UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
-                                            ValueRange{desc})
-      .getResult(0);
+  auto host = memref::GetGlobalOp::create(b, loc, type, get.getNameAttr());
+  Value hostIndex =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, host.getResult());
+  Value hostAddress = arith::IndexCastOp::create(b, loc, i64, hostIndex);
+  int64_t bytes =
+      type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+  Value size = arith::ConstantIntOp::create(b, loc, bytes, 64);
+  Value address = func::CallOp::create(b, loc, callee, TypeRange{i64},
+                                       ValueRange{hostAddress, size})
+                      .getResult(0);
+  return deviceMemRef(b, loc, type, address);
 }
 
 struct SpmdGpuMemoryPass
@@ -139,7 +175,6 @@ struct SpmdGpuMemoryPass
               memref::CopyOp, memref::GetGlobalOp>(op))
         work.push_back(op);
     });
-    SmallVector<Value> constantCopies;
     OpBuilder b(func.getContext());
     for (Operation *op : work) {
       b.setInsertionPoint(op);
@@ -192,16 +227,10 @@ struct SpmdGpuMemoryPass
       if (!isIdentityContiguous(type))
         return get.emitError("spmd-gpu-memory: constant global with a "
                              "non-identity layout");
-      // Copied once, at function entry (uses in loops share it).
+      // Looked up once, at function entry (uses in loops share it).
       b.setInsertionPointToStart(&func.getBody().front());
-      auto host = memref::GetGlobalOp::create(b, loc, type, get.getNameAttr());
-      auto device = gpu::AllocOp::create(b, loc, type, Type(), ValueRange{},
-                                         ValueRange{}, ValueRange{});
-      gpu::MemcpyOp::create(b, loc, Type(), ValueRange{}, device.getMemref(),
-                            host.getResult());
-      get.getResult().replaceAllUsesWith(device.getMemref());
+      get.getResult().replaceAllUsesWith(constantBuffer(b, get, module));
       get.erase();
-      constantCopies.push_back(device.getMemref());
     }
     // Scalars read or written on the host (`tensor.extract` of an optimizer
     // step counter, ...) go through a host copy of the 0-d buffer.
@@ -231,12 +260,6 @@ struct SpmdGpuMemoryPass
       }
       op->setAttr(kHostCopyAttr, b.getUnitAttr());
     }
-    // The constants' device copies live until the function returns.
-    func.walk([&](func::ReturnOp ret) {
-      OpBuilder rb(ret);
-      for (Value copy : constantCopies)
-        gpu::DeallocOp::create(rb, ret.getLoc(), Type(), ValueRange{}, copy);
-    });
     return success();
   }
 };

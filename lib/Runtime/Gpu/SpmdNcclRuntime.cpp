@@ -72,6 +72,8 @@ struct Runtime {
   CUstream blasStream = nullptr;
   int device = -1;
   std::map<std::string, State> states;
+  // Device copies of the programs' constants, by host address.
+  std::map<int64_t, State> constants;
   std::vector<std::string> stateOrder;
   // Inside spmdGroupStart/End: NCCL enqueues the group's operations at the
   // end, so what must follow them on the stream (events, copies out of
@@ -768,6 +770,31 @@ int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype) {
     spmd::gpu::fail("spmdGpuStateAddress", what.c_str());
   }
   return static_cast<int64_t>(it->second.buffer);
+}
+
+int64_t spmdGpuConstantAddress(int64_t host, int64_t bytes) {
+  spmd::gpu::ensureContext();
+  Runtime &r = rt();
+  auto it = r.constants.find(host);
+  if (it != r.constants.end()) {
+    if (it->second.bytes != bytes)
+      spmd::gpu::fail("spmdGpuConstantAddress",
+                      "a constant used with another size");
+    return static_cast<int64_t>(it->second.buffer);
+  }
+  State c;
+  c.bytes = bytes;
+  if (bytes > 0) {
+    spmd::gpu::checkCu(cuMemAlloc(&c.buffer, static_cast<size_t>(bytes)),
+                       "cuMemAlloc (constant)");
+    spmd::gpu::checkCu(cuMemcpyAsync(c.buffer, static_cast<CUdeviceptr>(host),
+                                     static_cast<size_t>(bytes), nullptr),
+                       "cuMemcpyAsync (constant)");
+    spmd::gpu::checkCu(cuStreamSynchronize(nullptr),
+                       "cuStreamSynchronize (constant)");
+  }
+  r.constants.emplace(host, c);
+  return static_cast<int64_t>(c.buffer);
 }
 
 void spmdStateRegister(const char *name, int64_t address, int64_t bytes,

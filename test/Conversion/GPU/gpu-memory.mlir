@@ -4,19 +4,24 @@
 memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]> {alignment = 64 : i64}
 
 // CHECK-LABEL: func.func @buffers
-// The constant is copied to the device once, at entry, and freed at return.
+// The constant is the runtime's device copy of it (uploaded on the first
+// call, kept after), looked up at entry by its host address and size.
 // CHECK: %[[HOST:.*]] = memref.get_global @table : memref<4xf32>
-// CHECK: %[[TABLE:.*]] = gpu.alloc () : memref<4xf32>
-// CHECK: gpu.memcpy %[[TABLE]], %[[HOST]] : memref<4xf32>, memref<4xf32>
+// CHECK: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %[[HOST]]
+// CHECK: %[[HOSTI:.*]] = arith.index_cast %[[PTR]] : index to i64
+// CHECK: %[[BYTES:.*]] = arith.constant 16 : i64
+// CHECK: %[[ADDR:.*]] = call @spmdGpuConstantAddress(%[[HOSTI]], %[[BYTES]]) : (i64, i64) -> i64
+// CHECK: llvm.inttoptr %[[ADDR]]
+// CHECK: %[[TABLE:.*]] = builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)> to memref<4xf32>
 // CHECK: %[[A:.*]] = gpu.alloc () : memref<4xf32>
 // CHECK: gpu.memcpy %[[A]], %[[TABLE]] : memref<4xf32>, memref<4xf32>
 // CHECK: %[[B:.*]] = gpu.alloc () : memref<2x4xf32>
 // A copy of a strided view is a kernel (linalg.copy), not a memcpy.
 // CHECK: linalg.copy ins(%{{.*}} : memref<2x2xf32, strided<[4, 1], offset: 1>>) outs(%{{.*}} : memref<2x2xf32, strided<[4, 1], offset: 1>>)
 // CHECK: gpu.dealloc %[[B]] : memref<2x4xf32>
-// CHECK: gpu.dealloc %[[TABLE]] : memref<4xf32>
 // CHECK-NEXT: return
 // CHECK-NOT: memref.alloc()
+// CHECK: func.func private @spmdGpuConstantAddress(i64, i64) -> i64
 func.func @buffers(%arg: memref<2x4xf32>) -> memref<4xf32> {
   %t = memref.get_global @table : memref<4xf32>
   %a = memref.alloc() : memref<4xf32>

@@ -18,8 +18,10 @@ def SpmdGpuMemoryPass : Pass<"spmd-gpu-memory", "::mlir::ModuleOp"> {
     function: `memref.alloc`/`alloca` become `gpu.alloc` (device memory) and
     `memref.dealloc` `gpu.dealloc`; `memref.copy` between contiguous buffers
     of one type becomes `gpu.memcpy`, any other copy a `linalg.copy` (a
-    kernel later); each constant global is copied to the device once at
-    function entry and freed at return. Function arguments are taken to be
+    kernel later); each constant global becomes the runtime's device copy of
+    it, `spmdGpuConstantAddress(host address, bytes)` (uploaded on the first
+    call, the same buffer after: a step does not copy its constants again
+    each time it runs). Function arguments are taken to be
     device buffers. State (a mutable global from `spmd.state`) becomes the
     runtime's device buffer of that name, `spmdGpuStateAddress(name, bytes,
     dtype)` (zero-filled when first made; the host reaches it by name through
