@@ -1,79 +1,118 @@
 #!/usr/bin/env python3
-"""Runs one spmd.compile program (from emit_program.py, for a mesh of 2) on
-the GPU path under the GPU emulator and checks it against the CPU path.
+"""Runs spmd.compile programs (from emit_program.py / emit_op_programs.py,
+for a mesh of 2) on the GPU path under the GPU emulator and checks each
+against the CPU path.
 
-The program goes through the bridge's own pipeline, then once with the mesh
+Each program goes through the bridge's own pipeline, then once with the mesh
 set to 1 rank through spmd-lower-to-cpu (the single-device reference, run on
 1 rank) and once as written through spmd-lower-to-nvvm{emulate=1} (run on 2
 ranks against build/lib/gpu-emulator); Inputs/bridge_step_main.cpp drives
-both, its shapes given as compiler flags.
+both, its shapes given as compiler flags (the same for every CASE). Cases
+run two at a time; each prints its two ranks' verdicts (sorted), and a
+failing step prints its command and output.
 
-    gpu_emulated_step.py DIR CASE "FLAGS"      (reads DIR/CASE.mlir)
+    gpu_emulated_step.py DIR "FLAGS" [CASE...]    (reads DIR/CASE.mlir;
+                                                  no CASE: every DIR/*.mlir)
 """
 
-import os
 import shlex
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from spmd import _toolchain
 
 HERE = Path(__file__).resolve().parent
+DRIVER = HERE.parent / "Conversion" / "GPU" / "Inputs" / "bridge_step_main.cpp"
+RUN_EMULATED = HERE.parent / "Conversion" / "GPU" / "Inputs" / "run_emulated.py"
+MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np"]
 
 
-def run(cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], check=True, text=True, **kw)
+class StepFailed(Exception):
+    pass
+
+
+def run(cmd, text_in=None):
+    proc = subprocess.run([str(c) for c in cmd], input=text_in,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise StepFailed(f"$ {' '.join(str(c) for c in cmd)}\n"
+                         f"{proc.stdout}{proc.stderr}")
+    return proc.stdout
+
+
+class Toolchain:
+    def __init__(self, work, flags):
+        self.work = work
+        build = _toolchain.build_dir()
+        self.bin = build / "bin"
+        self.llvm = _toolchain.LLVM_PREFIX
+        self.lib = build / "lib"
+        self.cuda = Path(_toolchain._cmake_cache(build, "SPMD_CUDA_ROOT"))
+        self.blas = _toolchain._cmake_cache(build, "SPMD_BLAS_LIBRARY")
+        include = _toolchain.source_root() / "include"
+        # The driver, compiled once for each path.
+        self.cpu_driver = work / "driver.cpu.o"
+        self.gpu_driver = work / "driver.gpu.o"
+        for obj, extra in ((self.cpu_driver, ["-DSPMD_CPU"]),
+                           (self.gpu_driver, [])):
+            run(["c++", "-std=c++17", "-O1", "-c", *extra, *flags,
+                 f"-I{include}", DRIVER, "-o", obj])
+
+    def lower(self, name, mlir, tool, lowering):
+        ll = run([self.bin / tool, lowering], mlir)
+        ir = run([self.llvm / "bin" / "mlir-translate", "--mlir-to-llvmir"], ll)
+        obj = self.work / f"{name}.o"
+        run([self.llvm / "bin" / "llc", "-O2", "-relocation-model=pic",
+             "-filetype=obj", "-o", obj], ir)
+        return obj
+
+    def check(self, case):
+        work = self.work
+        text = (work / f"{case}.mlir").read_text()
+        pipeline = f"--pass-pipeline={_toolchain.pipeline()}"
+        local = run([self.bin / "spmd-opt", pipeline], text)
+        single = run([self.bin / "spmd-opt", pipeline],
+                     text.replace("shape = 2", "shape = 1"))
+        cpu = self.lower(f"{case}.cpu", single, "spmd-opt",
+                         "--spmd-lower-to-cpu")
+        llvm_lib = self.llvm / "lib"
+        run(["c++", self.cpu_driver, cpu, "-o", work / f"{case}.cpu",
+             f"-L{self.lib}", "-lSpmdRuntime", self.blas, f"-L{llvm_lib}",
+             "-lmlir_c_runner_utils", f"-Wl,-rpath,{self.lib}:{llvm_lib}"])
+        ref = work / f"{case}.ref.txt"
+        run(MPIRUN + ["1", work / f"{case}.cpu", ref])
+        gpu = self.lower(f"{case}.gpu", local, "spmd-gpu-opt",
+                         "--spmd-lower-to-nvvm=emulate=1")
+        run(["c++", self.gpu_driver, gpu, "-o", work / f"{case}.gpu",
+             "-rdynamic", f"-L{self.lib}", "-lSpmdGpuRuntime",
+             f"-L{self.cuda / 'lib64' / 'stubs'}", "-lcuda",
+             f"-Wl,-rpath,{self.lib}:{self.cuda / 'lib64'}"])
+        out = run([sys.executable, RUN_EMULATED, self.lib / "gpu-emulator"]
+                  + MPIRUN + ["2", work / f"{case}.gpu", ref])
+        return "".join(f"{case}: {line}\n"
+                       for line in sorted(out.splitlines()))
 
 
 def main():
-    work, case, flags = Path(sys.argv[1]), sys.argv[2], shlex.split(sys.argv[3])
-    build = _toolchain.build_dir()
-    bindir = build / "bin"
-    llvm = _toolchain.LLVM_PREFIX / "bin"
-    lib = build / "lib"
-    cuda = Path(_toolchain._cmake_cache(build, "SPMD_CUDA_ROOT"))
-    blas = _toolchain._cmake_cache(build, "SPMD_BLAS_LIBRARY")
-    driver = HERE.parent / "Conversion" / "GPU" / "Inputs" / "bridge_step_main.cpp"
-    include = _toolchain.source_root() / "include"
-    mpirun = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np"]
+    work, flags, cases = Path(sys.argv[1]), shlex.split(sys.argv[2]), sys.argv[3:]
+    cases = cases or sorted(p.stem for p in work.glob("*.mlir"))
+    tools = Toolchain(work, flags)
 
-    text = (work / f"{case}.mlir").read_text()
-    local = run([bindir / "spmd-opt", f"--pass-pipeline={_toolchain.pipeline()}"],
-                input=text, capture_output=True).stdout
-    reference = run([bindir / "spmd-opt", f"--pass-pipeline={_toolchain.pipeline()}"],
-                    input=text.replace("shape = 2", "shape = 1"),
-                    capture_output=True).stdout
+    def attempt(case):
+        try:
+            return tools.check(case), True
+        except StepFailed as err:
+            return f"{case}: FAILED\n{err}\n", False
 
-    def compile_program(name, mlir, tool, lowering):
-        ll = run([bindir / tool, lowering], input=mlir,
-                 capture_output=True).stdout
-        ir = run([llvm / "mlir-translate", "--mlir-to-llvmir"], input=ll,
-                 capture_output=True).stdout
-        obj = work / f"{case}.{name}.o"
-        run([llvm / "llc", "-O2", "-relocation-model=pic", "-filetype=obj",
-             "-o", obj], input=ir)
-        return obj
-
-    cpu = compile_program("cpu", reference, "spmd-opt", "--spmd-lower-to-cpu")
-    run(["c++", "-std=c++17", "-DSPMD_CPU", *flags, f"-I{include}", driver, cpu,
-         "-o", work / f"{case}.cpu", f"-L{lib}", "-lSpmdRuntime", blas,
-         f"-L{_toolchain.LLVM_PREFIX / 'lib'}", "-lmlir_c_runner_utils",
-         f"-Wl,-rpath,{lib}:{_toolchain.LLVM_PREFIX / 'lib'}"])
-    ref = work / f"{case}.ref.txt"
-    sys.stdout.flush()
-    run(mpirun + ["1", work / f"{case}.cpu", ref])
-
-    gpu = compile_program("gpu", local, "spmd-gpu-opt",
-                          "--spmd-lower-to-nvvm=emulate=1")
-    run(["c++", "-std=c++17", *flags, f"-I{include}", driver, gpu,
-         "-o", work / f"{case}.gpu", "-rdynamic", f"-L{lib}",
-         "-lSpmdGpuRuntime", f"-L{cuda / 'lib64' / 'stubs'}", "-lcuda",
-         f"-Wl,-rpath,{lib}:{cuda / 'lib64'}"])
-    sys.stdout.flush()
-    run([sys.executable, HERE.parent / "Conversion" / "GPU" / "Inputs" /
-         "run_emulated.py", lib / "gpu-emulator"] + mpirun +
-        ["2", work / f"{case}.gpu", ref])
+    failed = 0
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for text, ok in pool.map(attempt, cases):
+            sys.stdout.write(text)
+            failed += not ok
+    print(f"{len(cases) - failed} of {len(cases)} programs ran")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
