@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds what bench/gpu/check.sh runs on a GPU machine (which has CUDA, NCCL
 # and PyTorch but no LLVM/MLIR and no MPI), ahead of time, linked against
-# libSpmdGpuRuntime: the gradient step of grad_step.mlir.in (B x K -> N) and
+# libSpmdGpuRuntime: the gradient step of grad_step.mlir.in (B x K -> N),
 # the example train step (examples/mlp_train_step.mlir, 5 steps of SGD with
-# momentum, train_step_main.cpp), compiled with spmd-gpu-opt
+# momentum, train_step_main.cpp), every collective (a group of 1) and the
+# programs spmd.compile builds for four PyTorch models, compiled with spmd-gpu-opt
 # --spmd-lower-to-nvvm (cubins for sm_90); plus both compiled for the CPU
 # path and run here, whose outputs the GPU runs are checked against.
 # Everything lands in bench/gpu/out (a few MiB; carry that folder).
@@ -49,6 +50,24 @@ sed '/^func.func private @printMemrefF32/,$d' "$SPMD_ROOT/examples/mlp_train_ste
   | sed -E '/^func.func @(init|train_step|dump)\(/ s/ \{$/ attributes {llvm.emit_c_interface} {/' \
   | sed 's/shape = 2/shape = 1/' | spmd-opt --spmd-distribute -o "$out/train_local.mlir"
 
+# Every collective on one GPU (a group of 1), and the programs spmd.compile
+# builds for four PyTorch models (mesh of 1; 3 steps from fixed state).
+inputs="$SPMD_ROOT/test/Conversion/GPU/Inputs"
+sed -e s/NP/1/g -e s/ROWSG/4/g -e s/COLSG/8/g -e s/COLSS/8/g \
+  "$inputs/collectives.mlir" > "$out/collectives_local.mlir"
+models="mlp_sgd norm_adam transformer embed_adamw"
+declare -A model_flags=(
+  [mlp_sgd]="-DROWS=8 -DXC=6 -DX_I64=0 -DX_RANGE=1 -DYC=4 -DY_I64=0 -DY_RANGE=1"
+  [norm_adam]="-DROWS=8 -DXC=6 -DX_I64=0 -DX_RANGE=1 -DYC=0 -DY_I64=1 -DY_RANGE=5"
+  [transformer]="-DROWS=8 -DXC=6 -DX_I64=1 -DX_RANGE=16 -DYC=0 -DY_I64=1 -DY_RANGE=3"
+  [embed_adamw]="-DROWS=8 -DXC=5 -DX_I64=1 -DX_RANGE=20 -DYC=3 -DY_I64=0 -DY_RANGE=1"
+)
+for m in $models; do
+  (cd "$SPMD_ROOT/test/Python" && "$SPMD_PYTHON" emit_program.py "$m" 1) \
+    | spmd-opt --pass-pipeline="builtin.module(inline, symbol-dce, spmd-distribute, func.func(spmd-overlap-collectives))" \
+      -o "$out/${m}_local.mlir"
+done
+
 # gpu NAME LOCAL.mlir DRIVER.cpp [FLAGS...]: the GPU executable out/NAME.
 gpu() {
   local name=$1 local_mlir=$2 driver=$3
@@ -81,6 +100,12 @@ echo "== GPU: spmd-gpu-opt --spmd-lower-to-nvvm=\"$lower\""
 gpu grad_step_gpu "$out/local.mlir" "$here/grad_step_bench.cpp" \
   -DB="$B" -DK="$K" -DN="$N"
 gpu train_step_gpu "$out/train_local.mlir" "$here/train_step_main.cpp"
+gpu collectives_gpu "$out/collectives_local.mlir" "$inputs/collectives_main.cpp"
+for m in $models; do
+  # shellcheck disable=SC2086 # the flags are words
+  gpu "${m}_gpu" "$out/${m}_local.mlir" "$inputs/bridge_step_main.cpp" \
+    ${model_flags[$m]}
+done
 cp "$SPMD_BUILD/lib/libSpmdGpuRuntime.so" "$out/"
 
 echo "== CPU path: spmd-opt --spmd-lower-to-cpu, run here for the references"
@@ -88,11 +113,17 @@ cpu grad_step_cpu "$out/local.mlir" "$here/grad_step_bench.cpp" cpu_ref.bin \
   -DB="$B" -DK="$K" -DN="$N"
 cpu train_step_cpu "$out/train_local.mlir" "$here/train_step_main.cpp" \
   train_ref.bin
-cp "$here/check.sh" "$here/torch_eager.py" "$out/"
+for m in $models; do
+  # shellcheck disable=SC2086
+  cpu "${m}_cpu" "$out/${m}_local.mlir" "$inputs/bridge_step_main.cpp" \
+    "${m}_ref.txt" ${model_flags[$m]}
+done
+cp "$here/check.sh" "$here/torch_eager.py" \
+  "$SPMD_ROOT/test/Integration/Collectives/check_collectives.py" "$out/"
 if [ $emulate = 1 ]; then
   # check.sh runs against the emulator's libraries instead of CUDA's.
   echo "$SPMD_BUILD/lib/gpu-emulator" > "$out/emulated"
 fi
-rm -f "$out"/*.ll "$out"/*.o "$out"/grad_step_cpu "$out"/train_step_cpu
+rm -f "$out"/*.ll "$out"/*.o "$out"/*_cpu
 echo "sizes: $B $K $N" > "$out/sizes.txt"
 du -sh "$out"

@@ -4,8 +4,9 @@
 # under 5 minutes: the GPU-compiled gradient step checked against the CPU
 # path's outputs, its step time, the same step in PyTorch eager on the same
 # GPU, the example train step (5 steps of SGD with momentum, parameters and
-# optimizer state on the GPU) checked against the CPU path, and a short
-# table last. A folder built with `build.sh --emulate` runs the same against
+# optimizer state on the GPU) checked against the CPU path, every collective
+# (a group of 1), the programs spmd.compile builds for four PyTorch models
+# vs the CPU path, and a short table last. A folder built with `build.sh --emulate` runs the same against
 # the GPU emulator (no GPU; PyTorch's row is skipped).
 #
 #   bash bench/gpu/out/check.sh          (or from the repository root:
@@ -45,6 +46,16 @@ gpu_rc=${PIPESTATUS[0]}
 echo "== the example train step (5 steps) vs the CPU path"
 timeout 60 "$out/train_step_gpu" "$out/train_ref.bin" | tee "$out/train.txt"
 train_rc=${PIPESTATUS[0]}
+echo "== every collective (a group of 1)"
+timeout 60 "$out/collectives_gpu" > "$out/collectives.out"
+coll_rc=$?
+"$python" "$out/check_collectives.py" 1 < "$out/collectives.out" \
+  | tee "$out/collectives.txt"
+echo "== spmd.compile programs of 4 PyTorch models (3 steps) vs the CPU path"
+for m in mlp_sgd norm_adam transformer embed_adamw; do
+  echo -n "$m: "
+  timeout 60 "$out/${m}_gpu" "$out/${m}_ref.txt" || echo "$m FAILED (rc $?)"
+done | tee "$out/models.txt"
 if [ -z "$emulated" ]; then
   echo "== PyTorch eager on the same GPU"
   timeout 120 "$python" "$out/torch_eager.py" "$B" "$K" "$N" | tee "$out/torch.txt"
@@ -72,4 +83,9 @@ else
 fi
 echo "| PyTorch eager step time (ms) | $torch_cell |"
 echo "| example train step, 5 steps vs CPU path (max rel. dev.) | ${train_dev:-n/a} ${train:-FAILED (rc $train_rc)} |"
-[ "$check" = OK ] && [ "$train" = OK ] && [ "$torch_rc" = 0 ]
+coll=$(sed -n 's/^\([0-9]* of [0-9]*\) collectives ok$/\1/p' "$out/collectives.txt")
+echo "| collectives (group of 1) | ${coll:-n/a (rc $coll_rc)} ok |"
+models_ok=$(grep -c ': OK$' "$out/models.txt")
+echo "| spmd.compile programs, 4 models vs CPU path | $models_ok of 4 OK |"
+[ "$check" = OK ] && [ "$train" = OK ] && [ "$torch_rc" = 0 ] &&
+  [ "$coll" = "12 of 12" ] && [ "$models_ok" = 4 ]
