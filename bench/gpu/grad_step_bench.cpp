@@ -8,6 +8,8 @@
 // (mean of REPEATS runs after one warm-up).
 //
 //   grad_step_cpu OUT.bin        grad_step_gpu REF.bin
+#include "StepDriver.h"
+
 #include "Spmd/Runtime/SpmdRuntime.h"
 
 #include <chrono>
@@ -22,35 +24,6 @@
 #define REPEATS 20
 #endif
 
-#ifndef SPMD_CPU
-extern "C" {
-void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
-void mgpuMemFree(void *ptr, void *stream);
-void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
-void mgpuStreamSynchronize(void *stream);
-}
-static void *devAlloc(size_t n) { return mgpuMemAlloc(n, nullptr, false); }
-static void copy(void *dst, const void *src, size_t n) {
-  mgpuMemcpy(dst, const_cast<void *>(src), n, nullptr);
-  mgpuStreamSynchronize(nullptr);
-}
-static void devFree(void *p) { mgpuMemFree(p, nullptr); }
-#else
-static void *devAlloc(size_t n) { return std::malloc(n); }
-static void copy(void *dst, const void *src, size_t n) {
-  std::memcpy(dst, src, n);
-}
-static void devFree(void *p) { std::free(p); }
-#endif
-
-template <int R> struct MemRef {
-  float *allocated, *aligned;
-  int64_t offset, sizes[R], strides[R];
-};
-template <> struct MemRef<0> {
-  float *allocated, *aligned;
-  int64_t offset;
-};
 struct Results {
   MemRef<0> loss;
   MemRef<2> grad;

@@ -6,6 +6,8 @@
 // own against that file. Used by bench/gpu/check.sh and the emulator tests.
 //
 //   train_step_cpu OUT.bin        train_step_gpu REF.bin|-
+#include "StepDriver.h"
+
 #include "Spmd/Runtime/SpmdRuntime.h"
 
 #include <cmath>
@@ -19,35 +21,6 @@
 #define STEPS 5
 #endif
 
-#ifndef SPMD_CPU
-extern "C" {
-void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
-void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
-void mgpuStreamSynchronize(void *stream);
-void mgpuMemFree(void *ptr, void *stream);
-}
-static void *devAlloc(size_t n) { return mgpuMemAlloc(n, nullptr, false); }
-static void devFree(void *p) { mgpuMemFree(p, nullptr); }
-static void copy(void *dst, const void *src, size_t n) {
-  mgpuMemcpy(dst, const_cast<void *>(src), n, nullptr);
-  mgpuStreamSynchronize(nullptr);
-}
-#else
-static void *devAlloc(size_t n) { return std::malloc(n); }
-static void devFree(void *p) { std::free(p); }
-static void copy(void *dst, const void *src, size_t n) {
-  std::memcpy(dst, src, n);
-}
-#endif
-
-template <int R> struct MemRef {
-  float *allocated, *aligned;
-  int64_t offset, sizes[R], strides[R];
-};
-template <> struct MemRef<0> {
-  float *allocated, *aligned;
-  int64_t offset;
-};
 struct State {
   MemRef<2> w1, w2, m1, m2;
   MemRef<0> step;

@@ -27,18 +27,11 @@ def main():
         model = op_check.Model(op)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
 
-        def step(model, opt, x, t):
-            loss = model(x, t)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-
         gen = torch.Generator().manual_seed(1)
         x = torch.randn(op_check.BATCH, op_check.DIM, generator=gen)
         t = (target(gen) if target
              else torch.zeros(op_check.BATCH, dtype=torch.int64))
-        traced = _trace.trace(step, (model, opt, x[:local], t[:local]), {},
+        traced = _trace.trace(op_check.train_step, (model, opt, x[:local], t[:local]), {},
                               world, spmd.Shard(0))
         imported = _importer.import_graph(traced.graph, _program.CALLEE)
         (out / f"{name}.mlir").write_text(

@@ -112,6 +112,14 @@ class Model(nn.Module):
         return self.op(x @ self.w + self.b, self, t)
 
 
+def train_step(model, opt, x, t):
+    loss = model(x, t)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
 def check(name, rank, world):
     op, target = CASES[name]
     models = []
@@ -121,13 +129,7 @@ def check(name, rank, world):
         models.append((model, torch.optim.SGD(model.parameters(), lr=0.1)))
     (model, opt), (ref, ref_opt) = models
 
-    @spmd.compile()
-    def step(model, opt, x, t):
-        loss = model(x, t)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
+    step = spmd.compile()(train_step)
 
     gen = torch.Generator().manual_seed(1)
     worst = 0.0

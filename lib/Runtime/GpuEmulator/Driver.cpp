@@ -289,6 +289,17 @@ void checkKernelPointer(void *p) {
 
 bool isPageable(const void *p) { return !spmd::emu::isDeviceMemory(p, 0); }
 
+/// Fills `count` elements of type T at `dst` with `value`, on `stream`.
+template <typename T>
+CUresult memsetAsync(CUdeviceptr dst, T value, size_t count, CUstream stream) {
+  spmd::emu::enqueue(stream, [=] {
+    auto *p = reinterpret_cast<T *>(dst);
+    for (size_t i = 0; i < count; ++i)
+      p[i] = value;
+  });
+  return CUDA_SUCCESS;
+}
+
 } // namespace
 
 void spmd::emu::enqueue(CUstream stream, std::function<void()> work) {
@@ -508,22 +519,12 @@ CUresult cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
 
 CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t count,
                           CUstream stream) {
-  spmd::emu::enqueue(stream, [=] {
-    auto *p = reinterpret_cast<uint16_t *>(dst);
-    for (size_t i = 0; i < count; ++i)
-      p[i] = value;
-  });
-  return CUDA_SUCCESS;
+  return memsetAsync<uint16_t>(dst, value, count, stream);
 }
 
 CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count,
                           CUstream stream) {
-  spmd::emu::enqueue(stream, [=] {
-    auto *p = reinterpret_cast<uint32_t *>(dst);
-    for (size_t i = 0; i < count; ++i)
-      p[i] = value;
-  });
-  return CUDA_SUCCESS;
+  return memsetAsync<uint32_t>(dst, value, count, stream);
 }
 
 //===----------------------------------------------------------------------===//

@@ -12,6 +12,8 @@
 // Y_I64, Y_RANGE likewise. All state is f32.
 //
 //   bridge_step_cpu OUT.txt         bridge_step_gpu REF.txt
+#include "../../../../bench/gpu/StepDriver.h"
+
 #include "Spmd/Runtime/SpmdRuntime.h"
 
 #include <algorithm>
@@ -23,24 +25,6 @@
 #include <map>
 #include <string>
 #include <vector>
-
-#ifndef SPMD_CPU
-extern "C" {
-void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
-void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
-void mgpuStreamSynchronize(void *stream);
-}
-static void *devAlloc(size_t n) { return mgpuMemAlloc(n, nullptr, false); }
-static void copy(void *dst, const void *src, size_t n) {
-  mgpuMemcpy(dst, const_cast<void *>(src), n, nullptr);
-  mgpuStreamSynchronize(nullptr);
-}
-#else
-static void *devAlloc(size_t n) { return std::malloc(n); }
-static void copy(void *dst, const void *src, size_t n) {
-  std::memcpy(dst, src, n);
-}
-#endif
 
 extern "C" void spmd_register_state(void);
 extern "C" void train_step(...);
@@ -83,8 +67,8 @@ static void *input(int64_t rows, int64_t first, int64_t cols, bool isInt,
 }
 
 static bool startsAtZero(const std::string &name) {
-  for (const char *z : {".exp_avg", ".step", "output.", "momentum_buffer",
-                        ".max_exp_avg_sq"})
+  for (const char *z :
+       {".exp_avg", ".step", "output.", "momentum_buffer", ".max_exp_avg_sq"})
     if (name.find(z) != std::string::npos)
       return true;
   return false;
@@ -118,10 +102,10 @@ int main(int argc, char **argv) {
   void *x = input(rows, first, XC, X_I64, X_RANGE, 0.37, 0.91);
   void *y = input(rows, first, YC, Y_I64, Y_RANGE, 0.53, 0.29);
   std::vector<int64_t> args;
-  pushMemRef(args, x, XC ? std::vector<int64_t>{rows, XC}
-                         : std::vector<int64_t>{rows});
-  pushMemRef(args, y, YC ? std::vector<int64_t>{rows, YC}
-                         : std::vector<int64_t>{rows});
+  pushMemRef(args, x,
+             XC ? std::vector<int64_t>{rows, XC} : std::vector<int64_t>{rows});
+  pushMemRef(args, y,
+             YC ? std::vector<int64_t>{rows, YC} : std::vector<int64_t>{rows});
   using Fn = void (*)(...);
   Fn step = reinterpret_cast<Fn>(&train_step);
   for (int s = 0; s < 3; ++s) {
@@ -183,8 +167,7 @@ int main(int argc, char **argv) {
         ok = false;
     auto it = got.find(name);
     if (it == got.end() || it->second.size() != n) {
-      std::printf("rank %d: state %s missing or of another size\n", rank,
-                  name);
+      std::printf("rank %d: state %s missing or of another size\n", rank, name);
       ok = false;
       continue;
     }

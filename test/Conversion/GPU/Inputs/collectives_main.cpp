@@ -2,26 +2,18 @@
 // x = iota(4x8) + 100 r, runs @collectives and rank 0 prints the 12 results
 // in printMemrefF32's format, which
 // test/Integration/Collectives/check_collectives.py checks.
+#include "../../../../bench/gpu/StepDriver.h"
+
 #include "Spmd/Runtime/SpmdRuntime.h"
 
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
-extern "C" {
-void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
-void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
-void mgpuStreamSynchronize(void *stream);
-}
-
-struct MemRef2 {
-  float *allocated, *aligned;
-  int64_t offset, sizes[2], strides[2];
-};
 struct Results {
-  MemRef2 r[12];
+  MemRef<2> r[12];
 };
-extern "C" void _mlir_ciface_collectives(Results *, MemRef2 *);
+extern "C" void _mlir_ciface_collectives(Results *, MemRef<2> *);
 
 int main() {
   spmdInit();
@@ -29,21 +21,19 @@ int main() {
   std::vector<float> x(32);
   for (int i = 0; i < 32; ++i)
     x[i] = float(i + 100 * rank);
-  auto *d = static_cast<float *>(mgpuMemAlloc(x.size() * 4, nullptr, false));
-  mgpuMemcpy(d, x.data(), x.size() * 4, nullptr);
-  mgpuStreamSynchronize(nullptr);
-  MemRef2 xd = {d, d, 0, {4, 8}, {8, 1}};
+  auto *d = static_cast<float *>(devAlloc(x.size() * 4));
+  copy(d, x.data(), x.size() * 4);
+  MemRef<2> xd = {d, d, 0, {4, 8}, {8, 1}};
   Results res;
   _mlir_ciface_collectives(&res, &xd);
-  for (const MemRef2 &m : res.r) {
+  for (const MemRef<2> &m : res.r) {
     int64_t rows = m.sizes[0], cols = m.sizes[1];
     if (m.strides[1] != 1 || m.strides[0] != cols) {
       std::printf("result with a non-contiguous layout\n");
       return 1;
     }
     std::vector<float> h(size_t(rows * cols));
-    mgpuMemcpy(h.data(), m.aligned + m.offset, h.size() * 4, nullptr);
-    mgpuStreamSynchronize(nullptr);
+    copy(h.data(), m.aligned + m.offset, h.size() * 4);
     if (rank != 0)
       continue;
     std::printf("Unranked Memref base@ = %p rank = 2 offset = 0 sizes = "

@@ -2,6 +2,8 @@
 // global data from a fixed formula, this rank's rows copied to the device,
 // the step run, its loss and weight gradient compared with a double
 // precision reference over the global batch. Prints one line per rank.
+#include "../../../../bench/gpu/StepDriver.h"
+
 #include "Spmd/Runtime/SpmdRuntime.h"
 
 #include <cmath>
@@ -9,24 +11,6 @@
 #include <cstdio>
 #include <vector>
 
-extern "C" {
-void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
-void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
-void mgpuStreamSynchronize(void *stream);
-}
-
-template <int R> struct MemRef {
-  float *allocated;
-  float *aligned;
-  int64_t offset;
-  int64_t sizes[R];
-  int64_t strides[R];
-};
-template <> struct MemRef<0> {
-  float *allocated;
-  float *aligned;
-  int64_t offset;
-};
 struct Results {
   MemRef<0> loss;
   MemRef<2> grad;
@@ -38,11 +22,8 @@ extern "C" void _mlir_ciface_grad_step(Results *, MemRef<2> *, MemRef<2> *,
 constexpr int B = 16, K = 8, N = 4;
 
 static MemRef<2> toDevice(const std::vector<float> &host, int rows, int cols) {
-  auto *d = static_cast<float *>(
-      mgpuMemAlloc(host.size() * sizeof(float), nullptr, false));
-  mgpuMemcpy(d, const_cast<float *>(host.data()), host.size() * sizeof(float),
-             nullptr);
-  mgpuStreamSynchronize(nullptr);
+  auto *d = static_cast<float *>(devAlloc(host.size() * sizeof(float)));
+  copy(d, host.data(), host.size() * sizeof(float));
   return {d, d, 0, {rows, cols}, {cols, 1}};
 }
 
