@@ -112,6 +112,11 @@ if config.spmd_have_cuda:
     # The GPU emulator (lib/Runtime/GpuEmulator): programs compiled with
     # spmd-lower-to-nvvm{emulate=1} run on the CPU; link them with
     # %gpu_emulator_libs, run them with `%run_gpu_emulated %mpirun N prog`.
+    # The emulator's schedule can be chosen for a whole run
+    # (SPMD_EMU_SCHEDULE=random:SEED lit ...).
+    for var in ("SPMD_EMU_SCHEDULE", "SPMD_EMU_REPORT"):
+        if var in os.environ:
+            config.environment[var] = os.environ[var]
     config.substitutions.append(
         ("%run_gpu_emulated",
          f"{config.python_executable} "

@@ -15,7 +15,8 @@
 // with 0xff bytes when allocated (NaN as floats), so results computed from
 // memory nobody wrote show up. Copies from or to pageable host memory wait
 // for their stream first and happen at once (as CUDA's do); everything else
-// runs when the host waits for it.
+// runs when the host waits for it, or, with SPMD_EMU_SCHEDULE=random:SEED,
+// also at random moments.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,7 +35,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -83,7 +83,7 @@ struct Arena {
 struct Driver {
   Arena arena;
   CUstream_st nullStream;
-  std::set<CUstream> streams;
+  std::vector<CUstream> streams; // in creation order (never destroyed)
   // Device allocations (and managed / registered host memory): base -> bytes.
   std::map<uintptr_t, size_t> device;
   std::map<std::string, CUfunction> functions;
@@ -176,8 +176,62 @@ CUstream_st &streamOf(CUstream s) {
   return *s;
 }
 
+/// SPMD_EMU_SCHEDULE=random:SEED: besides what the host waits for, work of
+/// any stream runs at random moments (when work is enqueued or run), as on
+/// a GPU, where streams run concurrently. The default, lazy order catches
+/// results read before they are ready; this one also catches buffers
+/// rewritten while work on another stream still reads them.
+struct Schedule {
+  bool random = false;
+  uint64_t state = 0;
+  bool busy = false;
+};
+
+Schedule &schedule() {
+  static Schedule s = [] {
+    Schedule init;
+    const char *v = std::getenv("SPMD_EMU_SCHEDULE");
+    if (v && std::strncmp(v, "random:", 7) == 0) {
+      init.random = true;
+      init.state = std::strtoull(v + 7, nullptr, 10) * 2654435761u + 1;
+    }
+    return init;
+  }();
+  return s;
+}
+
+uint64_t nextRandom() {
+  uint64_t &x = schedule().state;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return x;
+}
+
+bool step(CUstream_st &s);
+
+/// Under the random schedule, half the time: one work item of a random
+/// stream that has some.
+void randomProgress() {
+  Schedule &sched = schedule();
+  if (!sched.random || sched.busy || nextRandom() % 2)
+    return;
+  std::vector<CUstream_st *> ready;
+  if (!drv().nullStream.queue.empty())
+    ready.push_back(&drv().nullStream);
+  for (CUstream st : drv().streams)
+    if (!st->queue.empty())
+      ready.push_back(st);
+  if (ready.empty())
+    return;
+  sched.busy = true;
+  step(*ready[nextRandom() % ready.size()]);
+  sched.busy = false;
+}
+
 /// Runs the oldest work item of `s`; false when there is none.
 bool step(CUstream_st &s) {
+  randomProgress();
   if (s.queue.empty())
     return false;
   std::function<void()> work = std::move(s.queue.front());
@@ -203,7 +257,7 @@ void drainAll() {
 
 void waitFor(const std::shared_ptr<Marker> &m) {
   while (!m->done)
-    if (!step(streamOf(m->stream)))
+    if (!step(streamOf(m->stream)) && !m->done)
       spmd::emu::fail("internal: an event's stream ran dry before it");
 }
 
@@ -304,6 +358,7 @@ CUresult memsetAsync(CUdeviceptr dst, T value, size_t count, CUstream stream) {
 
 void spmd::emu::enqueue(CUstream stream, std::function<void()> work) {
   streamOf(stream).queue.push_back(std::move(work));
+  randomProgress();
 }
 
 bool spmd::emu::isDeviceMemory(const void *p, size_t bytes) {
@@ -378,7 +433,7 @@ CUresult cuCtxSynchronize(void) {
 
 CUresult cuStreamCreate(CUstream *stream, unsigned int) {
   *stream = new CUstream_st;
-  drv().streams.insert(*stream);
+  drv().streams.push_back(*stream);
   return CUDA_SUCCESS;
 }
 

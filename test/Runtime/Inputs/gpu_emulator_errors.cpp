@@ -2,7 +2,10 @@
 // GPU would crash or compute garbage), chosen by argv[1]:
 //   host-read: host code reads a device buffer;
 //   sgemm-host: cuBLAS is given a host buffer;
-//   launch-limits: a kernel launch with 2048 threads per block.
+//   launch-limits: a kernel launch with 2048 threads per block;
+//   race: a copy on stream A reads what stream B writes, without an event
+//   between them (the host only happens to wait for B first): right under
+//   the emulator's lazy order, caught under SPMD_EMU_SCHEDULE=random.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +18,10 @@ void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                   int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc);
 void *mgpuModuleLoad(void *data, size_t size);
 void *mgpuModuleGetFunction(void *module, const char *name);
+void *mgpuStreamCreate();
+void mgpuStreamSynchronize(void *stream);
+void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream);
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t smem, void *stream,
@@ -42,6 +49,27 @@ int main(int argc, char **argv) {
     void *module = mgpuModuleLoad(const_cast<char *>(image), sizeof(image));
     void *k = mgpuModuleGetFunction(module, "k");
     mgpuLaunchKernel(k, 1, 1, 1, 2048, 1, 1, 0, nullptr, nullptr, nullptr, 0);
+  } else if (!std::strcmp(argv[1], "race")) {
+    auto *y =
+        static_cast<float *>(mgpuMemAlloc(64 * sizeof(float), nullptr, false));
+    void *a = mgpuStreamCreate(), *b = mgpuStreamCreate();
+    for (int i = 0; i < 20; ++i) {
+      float value = float(i), got = -1;
+      unsigned bits;
+      std::memcpy(&bits, &value, sizeof(bits));
+      mgpuMemset32(d, bits, 64, b);            // B writes d
+      mgpuMemcpy(y, d, 64 * sizeof(float), a); // A reads d: no event
+      mgpuStreamSynchronize(b);
+      mgpuStreamSynchronize(a);
+      mgpuMemcpy(&got, y, sizeof(float), nullptr);
+      if (got != value) {
+        std::printf("race: stream A read %g before stream B wrote %g\n", got,
+                    value);
+        return 1;
+      }
+    }
+    std::printf("no race seen\n");
+    return 0;
   }
   std::printf("not stopped\n");
   return 0;
