@@ -81,10 +81,11 @@ LogicalResult emulateKernel(ModuleOp top, gpu::GPUModuleOp module,
                             gpu::GPUFuncOp kernel) {
   std::string name =
       ("__spmd_emu_impl_" + module.getName() + "__" + kernel.getName()).str();
+  std::string shown = ("@" + module.getName() + "::@" + kernel.getName()).str();
   if (!kernel.getWorkgroupAttributions().empty() ||
       !kernel.getPrivateAttributions().empty())
     return kernel.emitError("spmd-gpu-kernels-to-host: kernel ")
-           << name << " uses workgroup or private memory; not supported by "
+           << shown << " uses workgroup or private memory; not supported by "
            << "the GPU emulator";
   Location loc = kernel.getLoc();
   MLIRContext *ctx = top.getContext();
@@ -121,9 +122,7 @@ LogicalResult emulateKernel(ModuleOp top, gpu::GPUModuleOp module,
   kernel.getBody().cloneInto(&region.getRegion(), mapping);
   b.setInsertionPointToEnd(entry);
   func::ReturnOp::create(b, loc);
-  if (failed(rewriteBody(region.getRegion(), ids, name)))
-    return failure();
-  return success();
+  return rewriteBody(region.getRegion(), ids, shown);
 }
 
 struct SpmdGpuKernelsToHostPass

@@ -72,7 +72,7 @@ module attributes {gpu.container_module} {
 module attributes {gpu.container_module} {
   gpu.module @sync {
     gpu.func @sync(%a: memref<8xf32>) kernel {
-      // expected-error @below {{'gpu.barrier' in kernel __spmd_emu_impl_sync__sync is not supported by the GPU emulator}}
+      // expected-error @below {{'gpu.barrier' in kernel @sync::@sync is not supported by the GPU emulator}}
       gpu.barrier
       gpu.return
     }
@@ -83,7 +83,7 @@ module attributes {gpu.container_module} {
 
 module attributes {gpu.container_module} {
   gpu.module @shared {
-    // expected-error @below {{kernel __spmd_emu_impl_shared__shared uses workgroup or private memory}}
+    // expected-error @below {{kernel @shared::@shared uses workgroup or private memory}}
     gpu.func @shared(%a: memref<8xf32>) workgroup(%tile: memref<8xf32, #gpu.address_space<workgroup>>) kernel {
       gpu.return
     }
@@ -98,7 +98,7 @@ module attributes {gpu.container_module} {
       return
     }
     gpu.func @calls() kernel {
-      // expected-error @below {{kernel __spmd_emu_impl_calls__calls calls a function; not supported by the emulator}}
+      // expected-error @below {{kernel @calls::@calls calls a function; not supported by the emulator}}
       func.call @helper() : () -> ()
       gpu.return
     }
