@@ -5,9 +5,10 @@
 // device memory. Each is wrapped in a one-iteration `scf.parallel`, which the
 // GPU mapping turns into a one-thread kernel: correct, and cheap for the
 // scalars it is mostly used for (loss, step counters). A full
-// `linalg.reduce` of a 2-d or larger buffer with an add/mul/max/min
-// combiner is first split: one thread per leading index reduces its row,
-// and one thread combines the partial results.
+// `linalg.reduce` of more than 64 contiguous elements with an add/mul/max/
+// min combiner becomes parallel stages instead, each thread combining 64
+// elements strided by the thread count (coalesced reads), until one thread
+// combines the last partial results.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -46,17 +48,25 @@ TypedAttr identityOf(Operation *op, Type type) {
   return {};
 }
 
-/// A full reduction of an N-d buffer (N >= 2) to a scalar with a simple
-/// float combiner, in two kernels: one thread per leading index reduces its
-/// row into a partial buffer (initialized with the combiner's identity),
-/// then one thread combines the partials into the original accumulator.
+/// Elements each thread of a stage of a full reduction combines.
+constexpr int64_t kStageWidth = 64;
+
+/// A full reduction of a contiguous buffer to a scalar with a simple float
+/// combiner, as parallel stages: over the flattened input of n elements,
+/// thread p of ceil(n / 64) combines elements p, p + P, p + 2P, ... (so
+/// neighbouring threads read neighbouring elements) into a partial buffer,
+/// and so on over the partials until at most 64 are left, which one thread
+/// combines into the original accumulator. Deterministic; the order differs
+/// from a sequential loop (float results by rounding).
 LogicalResult splitFullReduction(linalg::ReduceOp op) {
   if (op.getInputs().size() != 1 || op.getInits().size() != 1)
     return failure();
   auto input = dyn_cast<MemRefType>(op.getInputs()[0].getType());
   auto init = dyn_cast<MemRefType>(op.getInits()[0].getType());
-  if (!input || !init || init.getRank() != 0 || input.getRank() < 2 ||
-      input.isDynamicDim(0))
+  if (!input || !init || init.getRank() != 0 || !input.hasStaticShape() ||
+      !input.getLayout().isIdentity() ||
+      input.getElementType() != init.getElementType() ||
+      input.getNumElements() <= kStageWidth)
     return failure();
   Block &body = op.getCombiner().front();
   if (body.getOperations().size() != 2)
@@ -72,34 +82,62 @@ LogicalResult splitFullReduction(linalg::ReduceOp op) {
 
   OpBuilder b(op);
   Location loc = op.getLoc();
-  auto partialType =
-      MemRefType::get({input.getDimSize(0)}, init.getElementType());
-  Value partial = gpu::AllocOp::create(b, loc, partialType, Type(),
-                                       ValueRange{}, ValueRange{}, ValueRange{})
-                      .getMemref();
-  Value id = arith::ConstantOp::create(b, loc, identity);
-  linalg::FillOp::create(b, loc, id, partial);
-  SmallVector<int64_t> inner;
-  for (int64_t d = 1; d < input.getRank(); ++d)
-    inner.push_back(d);
-  auto cloneBody = [&](OpBuilder &nb, Location l, ValueRange args) {
+  Type element = init.getElementType();
+  // The combiner applied to (element, accumulator).
+  auto combineWith = [&](OpBuilder &nb, Value value, Value acc) {
     IRMapping map;
-    map.map(body.getArgument(0), args[0]);
-    map.map(body.getArgument(1), args[1]);
-    Operation *c = nb.clone(*combine, map);
-    linalg::YieldOp::create(nb, l, c->getResults());
+    map.map(body.getArgument(0), value);
+    map.map(body.getArgument(1), acc);
+    return nb.clone(*combine, map)->getResult(0);
   };
-  linalg::ReduceOp::create(b, loc, op.getInputs()[0], partial, inner,
-                           cloneBody);
+  Value current = op.getInputs()[0];
+  int64_t n = input.getNumElements();
+  if (input.getRank() != 1) {
+    ReassociationIndices all;
+    for (int64_t d = 0; d < input.getRank(); ++d)
+      all.push_back(d);
+    current = memref::CollapseShapeOp::create(
+        b, loc, current, ArrayRef<ReassociationIndices>{all});
+  }
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value id = arith::ConstantOp::create(b, loc, identity);
+  SmallVector<Value> partials;
+  while (n > kStageWidth) {
+    int64_t threads = (n + kStageWidth - 1) / kStageWidth;
+    Value partial =
+        gpu::AllocOp::create(b, loc, MemRefType::get({threads}, element),
+                             Type(), ValueRange{}, ValueRange{}, ValueRange{})
+            .getMemref();
+    partials.push_back(partial);
+    Value count = arith::ConstantIndexOp::create(b, loc, n);
+    Value stride = arith::ConstantIndexOp::create(b, loc, threads);
+    auto stage = scf::ParallelOp::create(b, loc, ValueRange{zero},
+                                         ValueRange{stride}, ValueRange{one});
+    OpBuilder in = OpBuilder::atBlockBegin(stage.getBody());
+    Value p = stage.getInductionVars()[0];
+    auto loop = scf::ForOp::create(
+        in, loc, p, count, stride, ValueRange{id},
+        [&](OpBuilder &lb, Location l, Value i, ValueRange acc) {
+          Value v = memref::LoadOp::create(lb, l, current, ValueRange{i});
+          scf::YieldOp::create(lb, l, combineWith(lb, v, acc[0]));
+        });
+    memref::StoreOp::create(in, loc, loop.getResult(0), partial, ValueRange{p});
+    current = partial;
+    n = threads;
+  }
+  // The last partials into the accumulator, by one thread.
   auto serial = scf::ParallelOp::create(b, loc, ValueRange{zero},
                                         ValueRange{one}, ValueRange{one});
   OpBuilder inside = OpBuilder::atBlockBegin(serial.getBody());
-  linalg::ReduceOp::create(inside, loc, partial, op.getInits()[0],
-                           ArrayRef<int64_t>{0}, cloneBody);
+  linalg::ReduceOp::create(
+      inside, loc, current, op.getInits()[0], ArrayRef<int64_t>{0},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, combineWith(nb, args[0], args[1]));
+      });
   b.setInsertionPointAfter(serial);
-  gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, partial);
+  for (Value partial : partials)
+    gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, partial);
   op.erase();
   return success();
 }

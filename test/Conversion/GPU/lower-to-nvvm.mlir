@@ -13,8 +13,8 @@
 // RUN: FileCheck %s --check-prefix=LL < %t.ll
 
 // Host code: device buffers, the forward matmul on cuBLAS, the kernels
-// (elementwise; the 0-d fill; the full sum as rows in parallel, then one
-// thread over the partial sums), the gradient
+// (elementwise; the 0-d fill; the full sum of this rank's 32 values, one
+// thread's work), the gradient
 // matmul, then the two all-reduces (loss, gradient) after the streams are
 // synchronized.
 // CHECK-LABEL: llvm.func @grad_step(
@@ -29,7 +29,7 @@
 // CHECK: llvm.call @spmdAllReduce
 // CHECK-LABEL: llvm.func @_mlir_ciface_grad_step(
 // Every kernel is a cubin for sm_90, with the PTX ISA named explicitly.
-// CHECK-COUNT-6: gpu.binary @grad_step_kernel{{(_[0-9])?}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx86">, {{.*}}bin = "\7FELF
+// CHECK-COUNT-4: gpu.binary @grad_step_kernel{{(_[0-9])?}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx86">, {{.*}}bin = "\7FELF
 // CHECK-NOT: gpu.binary
 
 // LL-DAG: declare ptr @mgpuModuleLoad(ptr, i64)

@@ -54,12 +54,15 @@ def SpmdGpuSerialKernelsPass
     mapping): a linalg op whose loops are all reductions, or that has no
     loops (0-d fills and arithmetic), is wrapped in a one-iteration
     `scf.parallel`, so that it becomes a kernel of one thread instead of host
-    loops over device memory. A full `linalg.reduce` of a buffer of rank 2 or
-    more with a float add/mul/max/min combiner is split first: a parallel
-    reduction of every row into a partial buffer (a `gpu.alloc`, filled with
-    the combiner's identity), then the one-thread reduction of the partials
-    into the accumulator (float results may differ from the sequential order
-    by rounding).
+    loops over device memory. A full `linalg.reduce` of more than 64
+    elements of a contiguous buffer with a float add/mul/max/min combiner
+    becomes parallel stages instead: over the flattened input of n elements,
+    thread p of ceil(n / 64) combines elements p, p + P, p + 2P, ...
+    (neighbouring threads read neighbouring elements) from the combiner's
+    identity into a partial buffer (`gpu.alloc`), and so on over the
+    partials until at most 64 are left, which one thread combines into the
+    accumulator (deterministic; float results may differ from a sequential
+    loop by rounding).
     ```mlir
     linalg.fill ins(%zero : f32) outs(%acc : memref<f32>)
     // becomes
