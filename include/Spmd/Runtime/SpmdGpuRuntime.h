@@ -22,8 +22,9 @@ extern "C" {
 int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype);
 
 /* The device copy of the constant (a global of the program) at host address
- * `host`: uploaded on the first call, the same buffer after (later calls
- * check the size). Compiled programs call it for every constant they use. */
+ * `host`: uploaded on the first call, the same buffer after while the bytes
+ * there are the same (a program loaded where another was unloaded gets its
+ * own). Compiled programs call it for every constant they use. */
 int64_t spmdGpuConstantAddress(int64_t host, int64_t bytes);
 
 /* cblas_sgemm's signature (row-major: order 101; transposes: 111 no, 112

@@ -60,6 +60,13 @@ struct State {
   int32_t dtype = 0;
 };
 
+/// A program constant's device copy and the host bytes it was made from.
+struct Constant {
+  CUdeviceptr buffer = 0;
+  int64_t bytes = 0;
+  std::vector<char> host;
+};
+
 struct Runtime {
   bool initialized = false;
   int rank = 0;
@@ -73,7 +80,7 @@ struct Runtime {
   int device = -1;
   std::map<std::string, State> states;
   // Device copies of the programs' constants, by host address.
-  std::map<int64_t, State> constants;
+  std::map<int64_t, Constant> constants;
   std::vector<std::string> stateOrder;
   // Inside spmdGroupStart/End: NCCL enqueues the group's operations at the
   // end, so what must follow them on the stream (events, copies out of
@@ -775,15 +782,23 @@ int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype) {
 int64_t spmdGpuConstantAddress(int64_t host, int64_t bytes) {
   spmd::gpu::ensureContext();
   Runtime &r = rt();
+  const auto *data = reinterpret_cast<const char *>(host);
   auto it = r.constants.find(host);
-  if (it != r.constants.end()) {
-    if (it->second.bytes != bytes)
-      spmd::gpu::fail("spmdGpuConstantAddress",
-                      "a constant used with another size");
+  // The same bytes at the same address: the cached copy. (Other bytes at a
+  // known address: a program was unloaded and another loaded there.)
+  if (it != r.constants.end() && it->second.bytes == bytes &&
+      std::memcmp(it->second.host.data(), data, static_cast<size_t>(bytes)) ==
+          0)
     return static_cast<int64_t>(it->second.buffer);
+  if (it != r.constants.end()) {
+    spmd::gpu::checkCu(cuCtxSynchronize(), "cuCtxSynchronize (constant)");
+    if (it->second.buffer)
+      spmd::gpu::checkCu(cuMemFree(it->second.buffer), "cuMemFree (constant)");
+    r.constants.erase(it);
   }
-  State c;
+  Constant c;
   c.bytes = bytes;
+  c.host.assign(data, data + bytes);
   if (bytes > 0) {
     spmd::gpu::checkCu(cuMemAlloc(&c.buffer, static_cast<size_t>(bytes)),
                        "cuMemAlloc (constant)");
@@ -793,8 +808,9 @@ int64_t spmdGpuConstantAddress(int64_t host, int64_t bytes) {
     spmd::gpu::checkCu(cuStreamSynchronize(nullptr),
                        "cuStreamSynchronize (constant)");
   }
-  r.constants.emplace(host, c);
-  return static_cast<int64_t>(c.buffer);
+  CUdeviceptr buffer = c.buffer;
+  r.constants.emplace(host, std::move(c));
+  return static_cast<int64_t>(buffer);
 }
 
 void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
