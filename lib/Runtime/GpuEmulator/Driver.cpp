@@ -176,8 +176,9 @@ CUstream_st &streamOf(CUstream s) {
   return *s;
 }
 
-/// SPMD_EMU_SCHEDULE=random:SEED: besides what the host waits for, work of
-/// any stream runs at random moments (when work is enqueued or run), as on
+/// SPMD_EMU_SCHEDULE=lazy (the default) runs work only when the host waits
+/// for it. SPMD_EMU_SCHEDULE=random:SEED: besides what the host waits for, work
+/// of any stream runs at random moments (when work is enqueued or run), as on
 /// a GPU, where streams run concurrently. The default, lazy order catches
 /// results read before they are ready; this one also catches buffers
 /// rewritten while work on another stream still reads them.
