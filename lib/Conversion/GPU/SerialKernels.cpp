@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Spmd/Conversion/FullReduction.h"
 #include "Spmd/Conversion/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,24 +31,6 @@ using namespace mlir;
 
 namespace {
 
-/// The identity of the combiner `op` of a reduction, if it is one of
-/// add/mul/max/min on floats.
-TypedAttr identityOf(Operation *op, Type type) {
-  auto ft = dyn_cast<FloatType>(type);
-  if (!ft)
-    return {};
-  const llvm::fltSemantics &sem = ft.getFloatSemantics();
-  if (isa<arith::AddFOp>(op))
-    return FloatAttr::get(ft, 0.0);
-  if (isa<arith::MulFOp>(op))
-    return FloatAttr::get(ft, 1.0);
-  if (isa<arith::MaximumFOp, arith::MaxNumFOp>(op))
-    return FloatAttr::get(ft, APFloat::getInf(sem, /*Negative=*/true));
-  if (isa<arith::MinimumFOp, arith::MinNumFOp>(op))
-    return FloatAttr::get(ft, APFloat::getInf(sem, /*Negative=*/false));
-  return {};
-}
-
 /// Elements each thread of a stage of a full reduction combines.
 constexpr int64_t kStageWidth = 64;
 
@@ -59,39 +42,18 @@ constexpr int64_t kStageWidth = 64;
 /// combines into the original accumulator. Deterministic; the order differs
 /// from a sequential loop (float results by rounding).
 LogicalResult splitFullReduction(linalg::ReduceOp op) {
-  if (op.getInputs().size() != 1 || op.getInits().size() != 1)
+  std::optional<spmd::FullReduction> reduction = spmd::matchFullReduction(op);
+  if (!reduction || reduction->numElements <= kStageWidth)
     return failure();
-  auto input = dyn_cast<MemRefType>(op.getInputs()[0].getType());
-  auto init = dyn_cast<MemRefType>(op.getInits()[0].getType());
-  if (!input || !init || init.getRank() != 0 || !input.hasStaticShape() ||
-      !input.getLayout().isIdentity() ||
-      input.getElementType() != init.getElementType() ||
-      input.getNumElements() <= kStageWidth)
-    return failure();
-  Block &body = op.getCombiner().front();
-  if (body.getOperations().size() != 2)
-    return failure();
-  Operation *combine = &body.front();
-  if (combine->getNumOperands() != 2 ||
-      !llvm::is_contained(combine->getOperands(), body.getArgument(0)) ||
-      !llvm::is_contained(combine->getOperands(), body.getArgument(1)))
-    return failure();
-  TypedAttr identity = identityOf(combine, init.getElementType());
-  if (!identity)
-    return failure();
-
   OpBuilder b(op);
   Location loc = op.getLoc();
-  Type element = init.getElementType();
-  // The combiner applied to (element, accumulator).
+  auto input = cast<MemRefType>(reduction->input.getType());
+  Type element = input.getElementType();
   auto combineWith = [&](OpBuilder &nb, Value value, Value acc) {
-    IRMapping map;
-    map.map(body.getArgument(0), value);
-    map.map(body.getArgument(1), acc);
-    return nb.clone(*combine, map)->getResult(0);
+    return reduction->combine(nb, value, acc);
   };
-  Value current = op.getInputs()[0];
-  int64_t n = input.getNumElements();
+  Value current = reduction->input;
+  int64_t n = reduction->numElements;
   if (input.getRank() != 1) {
     ReassociationIndices all;
     for (int64_t d = 0; d < input.getRank(); ++d)
@@ -101,7 +63,7 @@ LogicalResult splitFullReduction(linalg::ReduceOp op) {
   }
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value id = arith::ConstantOp::create(b, loc, identity);
+  Value id = arith::ConstantOp::create(b, loc, reduction->identity);
   SmallVector<Value> partials;
   while (n > kStageWidth) {
     int64_t threads = (n + kStageWidth - 1) / kStageWidth;
@@ -131,7 +93,7 @@ LogicalResult splitFullReduction(linalg::ReduceOp op) {
                                         ValueRange{one}, ValueRange{one});
   OpBuilder inside = OpBuilder::atBlockBegin(serial.getBody());
   linalg::ReduceOp::create(
-      inside, loc, current, op.getInits()[0], ArrayRef<int64_t>{0},
+      inside, loc, current, reduction->init, ArrayRef<int64_t>{0},
       [&](OpBuilder &nb, Location l, ValueRange args) {
         linalg::YieldOp::create(nb, l, combineWith(nb, args[0], args[1]));
       });

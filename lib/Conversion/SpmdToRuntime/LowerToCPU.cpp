@@ -48,10 +48,12 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "Lowers a local spmd program to the LLVM dialect for the CPU: "
       "decompose optimizers and foreach, convert-spmd-to-runtime, one-shot "
       "bufferization, buffer deallocation, f32 matmuls to cblas_sgemm, "
-      "other linalg to loops, to LLVM",
+      "large full reductions in blocks, other linalg to loops, to LLVM",
       [](OpPassManager &pm) {
         spmd::buildLowerToBuffers(pm);
         pm.addPass(spmd::createConvertLinalgToBlasPass());
+        pm.addNestedPass<func::FuncOp>(
+            spmd::createSpmdBlockedFullReductionsPass());
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createSCFToControlFlowPass());
