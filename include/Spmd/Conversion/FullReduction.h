@@ -31,6 +31,9 @@ struct FullReduction {
 
   /// The combiner applied to (element, accumulator), built at `b`.
   Value combine(OpBuilder &b, Value element, Value accumulator) const;
+
+  /// The input as a 1-d buffer (a collapse_shape unless it is one), at `b`.
+  Value flatInput(OpBuilder &b) const;
 };
 
 /// `op` as a FullReduction, if it is one.

@@ -52,15 +52,8 @@ LogicalResult splitFullReduction(linalg::ReduceOp op) {
   auto combineWith = [&](OpBuilder &nb, Value value, Value acc) {
     return reduction->combine(nb, value, acc);
   };
-  Value current = reduction->input;
+  Value current = reduction->flatInput(b);
   int64_t n = reduction->numElements;
-  if (input.getRank() != 1) {
-    ReassociationIndices all;
-    for (int64_t d = 0; d < input.getRank(); ++d)
-      all.push_back(d);
-    current = memref::CollapseShapeOp::create(
-        b, loc, current, ArrayRef<ReassociationIndices>{all});
-  }
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value id = arith::ConstantOp::create(b, loc, reduction->identity);

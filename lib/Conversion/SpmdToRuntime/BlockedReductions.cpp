@@ -28,14 +28,7 @@ void splitIntoBlocks(spmd::FullReduction r, int64_t block) {
   Location loc = r.op.getLoc();
   auto input = cast<MemRefType>(r.input.getType());
   Type element = input.getElementType();
-  Value current = r.input;
-  if (input.getRank() != 1) {
-    ReassociationIndices all;
-    for (int64_t d = 0; d < input.getRank(); ++d)
-      all.push_back(d);
-    current = memref::CollapseShapeOp::create(
-        b, loc, current, ArrayRef<ReassociationIndices>{all});
-  }
+  Value current = r.flatInput(b);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value width = arith::ConstantIndexOp::create(b, loc, block);

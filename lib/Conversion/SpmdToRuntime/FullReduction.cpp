@@ -3,6 +3,7 @@
 #include "Spmd/Conversion/FullReduction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
@@ -37,6 +38,17 @@ Value spmd::FullReduction::combine(OpBuilder &b, Value element,
   map.map(body.getArgument(0), element);
   map.map(body.getArgument(1), accumulator);
   return b.clone(*combiner, map)->getResult(0);
+}
+
+Value spmd::FullReduction::flatInput(OpBuilder &b) const {
+  auto type = cast<MemRefType>(input.getType());
+  if (type.getRank() == 1)
+    return input;
+  ReassociationIndices all;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    all.push_back(d);
+  return memref::CollapseShapeOp::create(b, input.getLoc(), input,
+                                         ArrayRef<ReassociationIndices>{all});
 }
 
 std::optional<spmd::FullReduction>
