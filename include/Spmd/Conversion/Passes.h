@@ -33,6 +33,14 @@ void registerLowerToCPUPipeline();
 /// deallocation, bufferization ops to memref.
 void buildLowerToBuffers(OpPassManager &pm);
 
+/// The back shared by the CPU and GPU lowerings: host code on buffers (no
+/// affine, scf already in cf) to the LLVM dialect — strided metadata, math
+/// (LLVM intrinsics, else libm), arith, index, `beforeMemRef` (the GPU
+/// lowering's gpu-to-llvm), memref, cf, func, then a cleanup.
+void buildHostToLLVM(
+    OpPassManager &pm,
+    llvm::function_ref<void(OpPassManager &)> beforeMemRef = nullptr);
+
 } // namespace mlir::spmd
 
 #endif // SPMD_CONVERSION_PASSES_H

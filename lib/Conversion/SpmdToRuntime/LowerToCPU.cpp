@@ -42,6 +42,24 @@ void mlir::spmd::buildLowerToBuffers(OpPassManager &pm) {
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
+void mlir::spmd::buildHostToLLVM(
+    OpPassManager &pm, llvm::function_ref<void(OpPassManager &)> beforeMemRef) {
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertMathToLLVMPass());
+  // What LLVM has no intrinsic for (tanh, erf).
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  if (beforeMemRef)
+    beforeMemRef(pm);
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
 void mlir::spmd::registerLowerToCPUPipeline() {
   PassPipelineRegistration<>(
       "spmd-lower-to-cpu",
@@ -57,16 +75,6 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createSCFToControlFlowPass());
-        pm.addPass(memref::createExpandStridedMetadataPass());
-        pm.addPass(createLowerAffinePass());
-        pm.addPass(createConvertMathToLLVMPass());
-        pm.addPass(createConvertMathToLibmPass());
-        pm.addPass(createArithToLLVMConversionPass());
-        pm.addPass(createConvertIndexToLLVMPass());
-        pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-        pm.addPass(createConvertControlFlowToLLVMPass());
-        pm.addPass(createConvertFuncToLLVMPass());
-        pm.addPass(createReconcileUnrealizedCastsPass());
-        pm.addPass(createCanonicalizerPass());
+        spmd::buildHostToLLVM(pm);
       });
 }
