@@ -57,6 +57,9 @@ echo "$SPMD_ROOT/python" >"$site/spmd.pth"
 SPMD_LIT=("$SPMD_PYTHON" "$LLVM_PREFIX/bin/lit")
 
 # --- configure and build ----------------------------------------------------
+# ccache hashes paths relative to the checkout, so another clone on this
+# machine (CI's) reuses what this one compiled.
+export CCACHE_BASEDIR="$SPMD_ROOT"
 if [ ! -f "$SPMD_BUILD/build.ninja" ] ||
    ! grep -q "^Python3_EXECUTABLE:[A-Z]*=$SPMD_PYTHON\$" "$SPMD_BUILD/CMakeCache.txt"; then
   log "configuring $SPMD_BUILD"

@@ -10,4 +10,15 @@ rm -rf "$results" && mkdir -p "$results"
 # lit: the FileCheck/verify-diagnostics suite (test/), integration tests included.
 "${SPMD_LIT[@]}" -sv --xunit-xml-output "$results/lit.xml" "$SPMD_BUILD/test" || true
 
+# The compilers under AddressSanitizer + UndefinedBehaviorSanitizer (their own
+# build, build-sanitize/): every test that runs only them and FileCheck.
+source "$SPMD_ROOT/scripts/sanitize.sh"
+"${SPMD_LIT[@]}" -sv --xunit-xml-output "$results/lit-sanitize.xml" \
+  --filter "$("$SPMD_PYTHON" "$SPMD_ROOT/scripts/sanitizer_tests.py" "$SPMD_ROOT/test")" \
+  "$SPMD_SANITIZE_BUILD/test" || true
+
+# A short, bounded fuzzing run (scripts/fuzz.sh): a crash fails it.
+SPMD_FUZZ_XML="$results/fuzz.xml" bash "$SPMD_ROOT/scripts/fuzz.sh" \
+  "${SPMD_FUZZ_SECONDS:-60}" || true
+
 exec "$SPMD_PYTHON" "$SPMD_ROOT/scripts/summarize_tests.py" "$results"/*.xml

@@ -2,19 +2,23 @@
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 
+#include "JobChecks.h"
 #include "MeshGroup.h"
 
 #include <malloc.h>
 #include <mpi.h>
 
 #include <array>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,8 +28,10 @@ namespace {
 /// fills (the caller's input may be freed right after the start), and what
 /// to do into the caller's output when it completes.
 struct Pending {
-  explicit Pending(const char *call) : call(call) {}
+  Pending(const char *call, int64_t meshShape, int64_t axesMask)
+      : call(call), meshShape(meshShape), axesMask(axesMask) {}
   const char *call;
+  int64_t meshShape, axesMask;
   MPI_Request request = MPI_REQUEST_NULL;
   std::vector<char> send, recv;
   std::function<void(Pending &)> finish;
@@ -39,6 +45,11 @@ struct Runtime {
   /// its group make the same call (kind, element type, sizes).
   bool checkCalls = false;
   bool ownsMpi = false;
+  /// SPMD_TIMEOUT: seconds a rank waits for the others in one collective
+  /// before it takes the job down (<= 0: forever).
+  double timeout = spmd::runtime::kDefaultTimeoutSeconds;
+  /// Programs every rank has confirmed it runs too (spmdProgramCheck).
+  std::set<uint64_t> checkedPrograms;
   int rank = 0;
   int size = 1;
   std::map<std::pair<int64_t, int64_t>, MPI_Comm> comms;
@@ -57,7 +68,7 @@ Runtime &rt() {
 }
 
 [[noreturn]] void fail(const char *call, const char *fmt, ...) {
-  char message[512];
+  char message[2048];
   va_list args;
   va_start(args, fmt);
   std::vsnprintf(message, sizeof(message), fmt, args);
@@ -79,6 +90,36 @@ void check(int code, const char *call, const char *what) {
   int length = 0;
   MPI_Error_string(code, text, &length);
   fail(call, "%s failed: %s", what, text);
+}
+
+/// Waits for `request` for at most the run's timeout; past it, the job ends
+/// with what was waited for. MPI_Wait cannot time out, so this polls.
+void waitTimed(MPI_Request &request, const char *call, int64_t meshShape,
+               int64_t axesMask) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  double timeout = rt().timeout;
+  for (unsigned spins = 0;; ++spins) {
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call, "MPI_Test");
+    if (done)
+      return;
+    // Spin first (a collective usually completes within microseconds),
+    // then yield the core to the ranks it is waiting for.
+    if (spins < 1024)
+      continue;
+    double waited =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    if (timeout > 0 && waited > timeout) {
+      std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
+      fail(call,
+           "timed out after %.1f s waiting for the other ranks of %s "
+           "(SPMD_TIMEOUT=%g s): a rank stopped, crashed or runs another "
+           "program",
+           waited, where.c_str(), timeout);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(spins < 4096 ? 1 : 50));
+  }
 }
 
 /// Compiled programs initialize lazily; an explicit second spmdInit fails.
@@ -134,6 +175,11 @@ MPI_Comm groupComm(int64_t meshShape, int64_t axesMask, const char *call,
     if (g.meshSize != r.size)
       fail(call, "the mesh has %lld ranks but the job has %d",
            static_cast<long long>(g.meshSize), r.size);
+    // MPI_Comm_split blocks until every rank calls it: a timed barrier
+    // first, so a rank that never comes ends the job instead of hanging it.
+    MPI_Request barrier;
+    check(MPI_Ibarrier(MPI_COMM_WORLD, &barrier), call, "MPI_Ibarrier");
+    waitTimed(barrier, call, meshShape, axesMask);
     int64_t color = g.color, keyInGroup = g.key;
     MPI_Comm comm;
     check(MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(color),
@@ -150,6 +196,20 @@ MPI_Comm groupComm(int64_t meshShape, int64_t axesMask, const char *call,
 
 void *ptr(int64_t address) { return reinterpret_cast<void *>(address); }
 
+/// Whether every rank of `comm` passed the same `value` (one all_reduce of
+/// the value and its complement under max, within the timeout).
+bool sameOnAllRanks(MPI_Comm comm, uint64_t value, const char *call,
+                    int64_t meshShape = 0, int64_t axesMask = 0) {
+  uint64_t both[2] = {value, ~value};
+  MPI_Request request;
+  check(MPI_Iallreduce(MPI_IN_PLACE, both, 2, MPI_UINT64_T, MPI_MAX, comm,
+                       &request),
+        call, "MPI_Iallreduce (check)");
+  waitTimed(request, call, meshShape, axesMask);
+  // max(v) == v and max(~v) == ~v, i.e. min(v) == v, for every rank's v.
+  return both[0] == value && both[1] == ~value;
+}
+
 /// In check mode, verifies that every rank of `comm` is making the same call;
 /// a mismatch would otherwise hang or corrupt memory.
 void checkSameCall(MPI_Comm comm, const char *call,
@@ -165,12 +225,7 @@ void checkSameCall(MPI_Comm comm, const char *call,
     mix(static_cast<unsigned char>(*c));
   for (int64_t f : fields)
     mix(static_cast<uint64_t>(f));
-  uint64_t lo = hash, hi = hash;
-  check(MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, comm), call,
-        "MPI_Allreduce (call check)");
-  check(MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, comm), call,
-        "MPI_Allreduce (call check)");
-  if (lo != hi)
+  if (!sameOnAllRanks(comm, hash, call))
     fail(call, "the ranks of the group disagree on the call (collective kind, "
                "element type or sizes differ)");
 }
@@ -222,6 +277,11 @@ void spmdInit(void) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   const char *check = std::getenv("SPMD_RUNTIME_CHECK");
   r.checkCalls = check && *check && std::strcmp(check, "0") != 0;
+  std::string error;
+  if (!spmd::runtime::readTimeout(r.timeout, error))
+    fail("spmdInit", "%s", error.c_str());
+  if (!spmd::runtime::checkLauncher(r.rank, r.size, "MPI", error))
+    fail("spmdInit", "%s", error.c_str());
   r.initialized = true;
   if (r.ownsMpi)
     std::atexit([] {
@@ -269,7 +329,7 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
   checkSameCall(comm, call, {count, dtype, kind});
-  Pending p(call);
+  Pending p(call, meshShape, axesMask);
   p.send.assign(static_cast<char *>(ptr(in)),
                 static_cast<char *>(ptr(in)) + count * typeSize(dtype));
   check(MPI_Iallreduce(p.send.data(), ptr(out), static_cast<int>(count),
@@ -290,7 +350,7 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
   checkSameCall(comm, call, {outer, dim, inner, dtype});
   size_t elem = typeSize(dtype);
   size_t chunk = static_cast<size_t>(outer * dim * inner);
-  Pending p(call);
+  Pending p(call, meshShape, axesMask);
   p.send.assign(static_cast<char *>(ptr(in)),
                 static_cast<char *>(ptr(in)) + chunk * elem);
   // Whole chunks arrive rank after rank; along an inner dimension they are
@@ -330,7 +390,7 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
   int64_t part = dim / n;
   size_t chunk = static_cast<size_t>(outer * part * inner);
   // Rank k's chunk contiguous: [k][outer][part][inner].
-  Pending p(call);
+  Pending p(call, meshShape, axesMask);
   p.send.resize(chunk * n * elem);
   size_t row = static_cast<size_t>(part * inner) * elem;
   const char *src = static_cast<const char *>(ptr(in));
@@ -372,7 +432,7 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
   };
   int64_t total = prod(shape, 0, 4);
   size_t chunk = static_cast<size_t>(total / n);
-  Pending p(call);
+  Pending p(call, meshShape, axesMask);
   p.send.resize(total * elem);
   p.recv.resize(total * elem);
   {
@@ -420,7 +480,7 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
          static_cast<long long>(root), n);
   if (in != out)
     std::memcpy(ptr(out), ptr(in), count * typeSize(dtype));
-  Pending p(call);
+  Pending p(call, meshShape, axesMask);
   check(MPI_Ibcast(ptr(out), static_cast<int>(count), mpiType(dtype, call),
                    static_cast<int>(root), comm, &p.request),
         call, "MPI_Ibcast");
@@ -443,7 +503,7 @@ void spmdWait(int64_t handle) {
     fail("spmdWait", "unknown handle %lld", static_cast<long long>(handle));
   }
   Pending &p = it->second;
-  check(MPI_Wait(&p.request, MPI_STATUS_IGNORE), p.call, "MPI_Wait");
+  waitTimed(p.request, p.call, p.meshShape, p.axesMask);
   if (p.finish)
     p.finish(p);
   r.pending.erase(it);
@@ -480,6 +540,25 @@ void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
                    int64_t root, int64_t meshShape, int64_t axesMask) {
   spmdWait(
       spmdBroadcastStart(in, out, count, dtype, root, meshShape, axesMask));
+}
+
+void spmdProgramCheck(int64_t hash, const char *name) {
+  ensureInit();
+  Runtime &r = rt();
+  auto h = static_cast<uint64_t>(hash);
+  if (r.checkedPrograms.count(h))
+    return;
+  if (!sameOnAllRanks(MPI_COMM_WORLD, h, "spmdProgramCheck"))
+    fail("spmdProgramCheck",
+         "the ranks run different programs: this rank's '%s' has hash "
+         "%016llx and another rank's differs (compile the same module with "
+         "the same options for every rank)",
+         name, static_cast<unsigned long long>(h));
+  r.checkedPrograms.insert(h);
+}
+
+void spmdAbort(const char *message) {
+  fail("abort", "%s", message && *message ? message : "(no message)");
 }
 
 void spmdStateRegister(const char *name, int64_t address, int64_t bytes,

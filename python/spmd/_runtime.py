@@ -3,11 +3,20 @@
 libSpmdRuntime is loaded with RTLD_GLOBAL (Open MPI's plugins resolve MPI
 symbols globally) and initialized once; MPI is finalized at exit so mpirun
 sees every rank end cleanly.
+
+An exception that no one catches on one rank of a multi-rank job takes the
+whole job down (spmdAbort) right after its traceback is printed: the other
+ranks would otherwise wait for this one in their next collective forever.
+Ranks other than 0 wait a moment before printing, so that when every rank
+fails the same way (a tracing error, say) rank 0's abort ends the job first
+and the error is printed once.
 """
 
 import atexit
 import ctypes
 import math
+import sys
+import time
 
 import torch
 
@@ -31,11 +40,34 @@ def runtime():
         + [ctypes.c_int64] * 2
     lib.spmdBroadcast.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] \
         + [ctypes.c_int64] * 3
+    lib.spmdAbort.argtypes = [ctypes.c_char_p]
     if not lib.spmdIsInitialized():
         lib.spmdInit()
     atexit.register(lib.spmdFinalize)
     _lib = lib
+    if lib.spmdWorldSize() > 1:
+        _abort_on_uncaught_exceptions(lib)
     return lib
+
+
+# Seconds a rank other than 0 waits before reporting its uncaught exception.
+_REPORT_DELAY = 2.0
+
+
+def _abort_on_uncaught_exceptions(lib):
+    previous = sys.excepthook
+    rank = lib.spmdWorldRank()
+
+    def hook(exc_type, exc, tb):
+        if rank != 0 and not issubclass(exc_type, KeyboardInterrupt):
+            time.sleep(_REPORT_DELAY)
+        previous(exc_type, exc, tb)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        lib.spmdAbort(f"uncaught {exc_type.__name__} (traceback above); "
+                      "ending every rank".encode())
+
+    sys.excepthook = hook
 
 
 def rank() -> int:

@@ -98,3 +98,47 @@ func.func @unsorted_axes(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = spmd.all_reduce %x on @m axes = [1, 0] sum : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Regression (heap-use-after-free, then a crash): a store followed by two
+// loads of one state. Neither load may read the global in place (each sees
+// the other); both copy it out after the store.
+// CHECK-LABEL: func.func @store_then_two_loads
+// CHECK: memref.copy %{{.*}}, %[[G0:.*]] : memref<4xf32> to memref<4xf32>
+// CHECK: %[[G1:.*]] = memref.get_global @s : memref<4xf32>
+// CHECK: %[[C1:.*]] = memref.alloc() : memref<4xf32>
+// CHECK: memref.copy %[[G1]], %[[C1]]
+// CHECK: %[[G2:.*]] = memref.get_global @s : memref<4xf32>
+// CHECK: %[[C2:.*]] = memref.alloc() : memref<4xf32>
+// CHECK: memref.copy %[[G2]], %[[C2]]
+spmd.state @s : tensor<4xf32> role = param
+func.func @store_then_two_loads(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  spmd.store %x to @s : tensor<4xf32>
+  %a = spmd.load @s : tensor<4xf32>
+  %b = spmd.load @s : tensor<4xf32>
+  return %a, %b : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Public functions that communicate check, on their first call, that every
+// rank runs the same program (a hash of the module); private helpers and
+// functions without collectives do not.
+// CHECK-DAG: llvm.mlir.global internal constant @__spmd_program_name_step("step\00")
+// CHECK-LABEL: func.func @step
+// CHECK-NEXT: %[[NAME:.*]] = llvm.mlir.addressof @__spmd_program_name_step : !llvm.ptr
+// CHECK-NEXT: %[[HASH:.*]] = arith.constant {{-?[0-9]+}} : i64
+// CHECK-NEXT: call @spmdProgramCheck(%[[HASH]], %[[NAME]]) : (i64, !llvm.ptr) -> ()
+// CHECK-LABEL: func.func @local_only
+// CHECK-NOT: spmdProgramCheck
+// CHECK: return
+spmd.mesh @dp(shape = 2)
+func.func @step(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = spmd.all_reduce %x on @dp axes = [0] sum : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @local_only(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

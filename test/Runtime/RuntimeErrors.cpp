@@ -7,8 +7,10 @@
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 int main(int argc, char **argv) {
   if (argc != 2)
@@ -37,6 +39,21 @@ int main(int argc, char **argv) {
     int64_t b = reinterpret_cast<int64_t>(y);
     spmdAllReduce(b, b, spmdWorldRank() == 0 ? 1 : 2, SPMD_F32, SPMD_SUM,
                   spmdWorldSize(), 1);
+  } else if (!std::strcmp(kind, "timeout-first") ||
+             !std::strcmp(kind, "timeout-later")) {
+    // Rank 1 never joins the first (or the second) all_reduce; rank 0 must
+    // give up after SPMD_TIMEOUT and take the job down, rank 1 included.
+    int calls = !std::strcmp(kind, "timeout-first") ? 0 : 1;
+    bool straggler = spmdWorldRank() == 1;
+    for (int i = 0; i < 2; ++i) {
+      if (straggler && i >= calls) {
+        std::this_thread::sleep_for(std::chrono::seconds(100));
+        break;
+      }
+      spmdAllReduce(a, a, 1, SPMD_F32, SPMD_SUM, spmdWorldSize(), 1);
+    }
+  } else if (!std::strcmp(kind, "init")) {
+    spmdInit();
   } else if (!std::strcmp(kind, "finalize-before-init")) {
     spmdFinalize();
   } else {

@@ -12,6 +12,12 @@
  * unknown state print what failed, on which rank, in which call, and abort
  * the whole job (MPI_Abort) instead of hanging. Compiled programs call
  * spmdInit lazily on their first runtime call.
+ *
+ * Never stuck: a rank that waits for the others in a collective longer than
+ * SPMD_TIMEOUT seconds (default 1800, torch.distributed's 30 minutes; 0 waits
+ * forever) aborts the job, naming the collective, the mesh, the axes, its
+ * rank and how long it waited. spmdInit fails when the launcher's RANK /
+ * WORLD_SIZE (torchrun's) disagree with the job the runtime joined.
  *===----------------------------------------------------------------------===*/
 
 #ifndef SPMD_RUNTIME_SPMDRUNTIME_H
@@ -93,6 +99,18 @@ void spmdWait(int64_t handle);
  * one operation; with MPI they are plain non-blocking calls. */
 void spmdGroupStart(void);
 void spmdGroupEnd(void);
+
+/* Compiled programs call this on entry with a hash of the program (see
+ * convert-spmd-to-runtime): on a program's first call every rank checks that
+ * all ranks run the same program, and the job ends with an error if not
+ * (ranks running different programs would otherwise hang or silently
+ * diverge). Later calls of a checked program cost one set look-up. */
+void spmdProgramCheck(int64_t hash, const char *name);
+
+/* Prints `message` with this rank and takes the whole job down (the Python
+ * bridge calls it for an exception no one caught, so the other ranks do not
+ * wait for this one forever). */
+void spmdAbort(const char *message);
 
 /* State registry: the named buffers that live across steps. Compiled
  * programs register their state (spmd.state) on every call that uses it;

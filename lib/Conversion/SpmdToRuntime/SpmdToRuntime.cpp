@@ -11,7 +11,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/xxhash.h"
 
 namespace mlir::spmd {
 #define GEN_PASS_DEF_CONVERTSPMDTORUNTIMEPASS
@@ -57,6 +59,8 @@ private:
   LogicalResult lowerLocalSlice(LocalSliceOp op);
   LogicalResult lowerState(StateOp op);
   LogicalResult registerStates(ArrayRef<StateOp> states);
+  void insertProgramChecks();
+  Value stringConstant(StringRef text, StringRef symbol, Location loc);
   bool canReadInPlace(LoadOp load, ArrayRef<Operation *> stateUses);
 
   ModuleOp module;
@@ -331,8 +335,14 @@ LogicalResult RuntimeLowering::lowerLocalSlice(LocalSliceOp op) {
       b, loc, idx, arith::ConstantIndexOp::create(b, loc, chunk));
   SmallVector<OpFoldResult> offsets(inType.getRank(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> sizes, strides(inType.getRank(), b.getIndexAttr(1));
+  // Other dimensions are kept whole; an uneven split on another mesh axis
+  // leaves them dynamic.
   for (int64_t d = 0; d < inType.getRank(); ++d)
-    sizes.push_back(b.getIndexAttr(op.getType().getDimSize(d)));
+    sizes.push_back(
+        op.getType().isDynamicDim(d)
+            ? OpFoldResult(tensor::DimOp::create(b, loc, op.getInput(), d)
+                               .getResult())
+            : OpFoldResult(b.getIndexAttr(op.getType().getDimSize(d))));
   offsets[dim] = offset;
   if (op.getType().isDynamicDim(dim)) {
     // clamp(size - offset, 0, chunk)
@@ -426,6 +436,12 @@ LogicalResult RuntimeLowering::lowerState(StateOp state) {
         store && store.getState() == state.getSymName())
       uses.push_back(op);
   });
+  // Decided for every load before any use is rewritten: the check scans the
+  // other uses, which the loop below erases one by one.
+  llvm::SmallPtrSet<Operation *, 4> inPlace;
+  for (Operation *op : uses)
+    if (auto load = dyn_cast<LoadOp>(op); load && canReadInPlace(load, uses))
+      inPlace.insert(op);
   for (Operation *op : uses) {
     Location loc = op->getLoc();
     b.setInsertionPoint(op);
@@ -433,7 +449,7 @@ LogicalResult RuntimeLowering::lowerState(StateOp state) {
         memref::GetGlobalOp::create(b, loc, memrefType, state.getSymName());
     if (auto load = dyn_cast<LoadOp>(op)) {
       Value t;
-      if (canReadInPlace(load, uses)) {
+      if (inPlace.contains(op)) {
         // Every read happens before the state is next written: read the
         // global itself (not writable, so nothing is done in place on it).
         t = bufferization::ToTensorOp::create(b, loc, type, buffer,
@@ -521,7 +537,62 @@ LogicalResult RuntimeLowering::registerStates(ArrayRef<StateOp> states) {
   return success();
 }
 
+/// The address of a NUL-terminated copy of `text`, a constant global named
+/// `symbol` (made once).
+Value RuntimeLowering::stringConstant(StringRef text, StringRef symbol,
+                                      Location loc) {
+  std::string bytes = text.str();
+  bytes.push_back('\0');
+  if (!module.lookupSymbol(symbol)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    LLVM::GlobalOp::create(
+        b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
+        /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
+        b.getStringAttr(bytes));
+  }
+  return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(ctx),
+                                   symbol);
+}
+
+/// Every public function that communicates starts with
+/// `spmdProgramCheck(hash, name)`: on its first call the ranks compare a hash
+/// of the whole local program, so ranks that were given different programs
+/// (another reduction, other shapes, other options) stop with an error
+/// instead of hanging or diverging silently. The hash is of the module as
+/// printed without locations, before lowering: the same source compiled the
+/// same way hashes the same on every rank.
+void RuntimeLowering::insertProgramChecks() {
+  SmallVector<func::FuncOp> entries;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal() || !fn.isPublic())
+      continue;
+    bool communicates = false;
+    fn.walk([&](Operation *op) {
+      communicates |= isa<CollectiveOpInterface, LocalSliceOp, AxisIndexOp>(op);
+    });
+    if (communicates)
+      entries.push_back(fn);
+  }
+  if (entries.empty())
+    return;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os, OpPrintingFlags().enableDebugInfo(/*enable=*/false));
+  uint64_t hash = llvm::xxh3_64bits(text);
+  for (func::FuncOp fn : entries) {
+    Location loc = fn.getLoc();
+    b.setInsertionPointToStart(&fn.getBody().front());
+    Value name = stringConstant(fn.getSymName(),
+                                ("__spmd_program_name_" + fn.getSymName()).str(),
+                                loc);
+    call("spmdProgramCheck", {i64(static_cast<int64_t>(hash), loc), name}, {},
+         loc);
+  }
+}
+
 LogicalResult RuntimeLowering::run() {
+  insertProgramChecks();
   SmallVector<Operation *> work;
   module.walk([&](Operation *op) {
     if (isa<CollectiveOpInterface, LocalSliceOp, AxisIndexOp>(op))

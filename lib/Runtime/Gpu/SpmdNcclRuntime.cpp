@@ -26,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../JobChecks.h"
 #include "../MeshGroup.h"
 #include "GpuCommon.h"
 
@@ -47,6 +48,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -87,6 +89,15 @@ struct Runtime {
   // scratch buffers) waits until then.
   int groupDepth = 0;
   std::vector<std::function<void()>> afterGroup;
+  /// What each started collective's event stands for (timeout messages).
+  struct Started {
+    const char *op;
+    int64_t packed, mask;
+  };
+  std::map<int64_t, Started> started;
+  /// SPMD_TIMEOUT (JobChecks.h).
+  double timeout = spmd::runtime::kDefaultTimeoutSeconds;
+  std::set<uint64_t> checkedPrograms;
 };
 
 Runtime &rt() {
@@ -360,12 +371,33 @@ int groupSize(ncclComm_t comm) {
 }
 
 /// Waits for `event` while polling every communicator for asynchronous
-/// errors (a dead peer ends the job instead of hanging it).
-void waitPolling(CUevent event, const char *op) {
+/// errors (a dead peer ends the job instead of hanging it); past
+/// SPMD_TIMEOUT the job ends naming what was waited for.
+void waitPolling(CUevent event, const char *op, int64_t packed,
+                 int64_t mask) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
   for (;;) {
     CUresult r = cuEventQuery(event);
     if (r == CUDA_SUCCESS)
       return;
+    double waited =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    if (rt().timeout > 0 && waited > rt().timeout) {
+      std::string what =
+          "timed out after " + std::to_string(waited) +
+          " s waiting for the other ranks of " +
+          spmd::runtime::describeGroup(packed, mask) + " (SPMD_TIMEOUT=" +
+          std::to_string(rt().timeout) +
+          " s): a rank stopped, crashed or runs another program";
+      // Aborting the communicators releases the NCCL kernels that wait for
+      // the missing peer, so the process can exit.
+      for (auto &[key, comm] : rt().groups)
+        ncclCommAbort(comm);
+      if (rt().world)
+        ncclCommAbort(rt().world);
+      spmd::gpu::fail(op, what.c_str());
+    }
     if (r != CUDA_ERROR_NOT_READY)
       spmd::gpu::checkCu(r, op);
     for (auto &[key, comm] : rt().groups) {
@@ -378,17 +410,17 @@ void waitPolling(CUevent event, const char *op) {
   }
 }
 
-int64_t record(const char *op) {
+int64_t record(const char *op, int64_t packed, int64_t mask) {
   CUevent event;
   spmd::gpu::checkCu(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
                      "cuEventCreate");
   afterEnqueued([event, op] {
     spmd::gpu::checkCu(cuEventRecord(event, rt().stream), op);
   });
-  return reinterpret_cast<int64_t>(event);
+  auto handle = reinterpret_cast<int64_t>(event);
+  rt().started[handle] = {op, packed, mask};
+  return handle;
 }
-
-void finish(const char *op) { spmdWait(record(op)); }
 
 void *ptr(int64_t address) { return reinterpret_cast<void *>(address); }
 
@@ -462,6 +494,16 @@ void spmdInit(void) {
   r.localRank = envInt("LOCAL_RANK", envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0));
   if (r.rank < 0 || r.size < 1 || r.rank >= r.size)
     spmd::gpu::fail("spmdInit", "RANK/WORLD_SIZE are inconsistent");
+  std::string error;
+  if (!spmd::runtime::readTimeout(r.timeout, error))
+    spmd::gpu::fail("spmdInit", error.c_str());
+  // Under mpirun with RANK/WORLD_SIZE also set (by hand or a wrapper), the
+  // two launchers must describe the same job.
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") &&
+      !spmd::runtime::checkLauncher(envInt("OMPI_COMM_WORLD_RANK", 0),
+                                    envInt("OMPI_COMM_WORLD_SIZE", 1),
+                                    "mpirun's", error))
+    spmd::gpu::fail("spmdInit", error.c_str());
   r.initialized = true;
   spmd::gpu::ensureContext();
   spmd::gpu::checkCu(cuStreamCreate(&r.stream, CU_STREAM_NON_BLOCKING),
@@ -510,7 +552,7 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
   checkNccl(ncclAllReduce(ptr(in), ptr(out), count, ncclType(dtype),
                           ncclOp(kind), comm, rt().stream),
             "ncclAllReduce");
-  return record("all_reduce");
+  return record("all_reduce", packed, mask);
 }
 
 int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
@@ -520,7 +562,7 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
   checkNccl(ncclBroadcast(ptr(in), ptr(out), count, ncclType(dtype),
                           static_cast<int>(root), comm, rt().stream),
             "ncclBroadcast");
-  return record("broadcast");
+  return record("broadcast", packed, mask);
 }
 
 /// Gathers along `dim` of [outer, dim, inner]: NCCL gathers whole buffers
@@ -537,7 +579,7 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
     checkNccl(ncclAllGather(ptr(in), ptr(out), chunk, ncclType(dtype), comm,
                             rt().stream),
               "ncclAllGather");
-    return record("all_gather");
+    return record("all_gather", packed, mask);
   }
   CUdeviceptr scratch;
   spmd::gpu::checkCu(cuMemAllocAsync(&scratch, chunk * n * elem, rt().stream),
@@ -563,7 +605,7 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
     }
     spmd::gpu::checkCu(cuMemFreeAsync(scratch, rt().stream), "cuMemFreeAsync");
   });
-  return record("all_gather");
+  return record("all_gather", packed, mask);
 }
 
 /// Reduce-scatters along `dim` of [outer, dim, inner] (dim divisible by the
@@ -579,7 +621,7 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
     checkNccl(ncclReduceScatter(ptr(in), ptr(out), local, ncclType(dtype),
                                 ncclOp(kind), comm, rt().stream),
               "ncclReduceScatter");
-    return record("reduce_scatter");
+    return record("reduce_scatter", packed, mask);
   }
   CUdeviceptr scratch;
   spmd::gpu::checkCu(cuMemAllocAsync(&scratch, local * n * elem, rt().stream),
@@ -605,7 +647,7 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
   afterEnqueued([scratch] {
     spmd::gpu::checkCu(cuMemFreeAsync(scratch, rt().stream), "cuMemFreeAsync");
   });
-  return record("reduce_scatter");
+  return record("reduce_scatter", packed, mask);
 }
 
 /// Exchanges chunk k of the split dimension with rank k and concatenates
@@ -698,7 +740,7 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
       spmd::gpu::checkCu(cuMemFreeAsync(sendScratch, rt().stream),
                          "cuMemFreeAsync");
   });
-  return record("all_to_all");
+  return record("all_to_all", packed, mask);
 }
 
 void spmdGroupStart(void) {
@@ -720,7 +762,12 @@ void spmdWait(int64_t handle) {
   if (!handle)
     return;
   auto event = reinterpret_cast<CUevent>(handle);
-  waitPolling(event, "spmdWait");
+  auto it = rt().started.find(handle);
+  if (it == rt().started.end())
+    spmd::gpu::fail("spmdWait", "unknown handle");
+  Runtime::Started what = it->second;
+  rt().started.erase(it);
+  waitPolling(event, what.op, what.packed, what.mask);
   spmd::gpu::checkCu(cuEventDestroy(event), "cuEventDestroy");
 }
 
@@ -755,6 +802,44 @@ void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
 
 /// The device buffer of state `name`: made (zero-filled) on first use,
 /// checked for size and element type after.
+void spmdProgramCheck(int64_t hash, const char *name) {
+  spmdInit();
+  Runtime &r = rt();
+  auto h = static_cast<uint64_t>(hash);
+  if (r.checkedPrograms.count(h))
+    return;
+  // max(v) == v and max(~v) == ~v on every rank iff all ranks have v.
+  int64_t both[2] = {hash, static_cast<int64_t>(~h)};
+  CUdeviceptr buffer;
+  spmd::gpu::checkCu(cuMemAlloc(&buffer, sizeof(both)),
+                     "cuMemAlloc (program check)");
+  spmd::gpu::checkCu(cuMemcpyAsync(buffer, reinterpret_cast<CUdeviceptr>(both),
+                                   sizeof(both), r.stream),
+                     "cuMemcpyAsync (program check)");
+  auto address = static_cast<int64_t>(buffer);
+  spmdAllReduce(address, address, 2, SPMD_I64, SPMD_MAX, r.size, 1);
+  int64_t result[2];
+  spmd::gpu::checkCu(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(result),
+                                   buffer, sizeof(result), r.stream),
+                     "cuMemcpyAsync (program check)");
+  spmd::gpu::checkCu(cuStreamSynchronize(r.stream),
+                     "cuStreamSynchronize (program check)");
+  spmd::gpu::checkCu(cuMemFree(buffer), "cuMemFree (program check)");
+  if (result[0] != both[0] || result[1] != both[1]) {
+    std::string what = std::string("the ranks run different programs: this "
+                                   "rank's '") +
+                       name +
+                       "' differs from another rank's (compile the same "
+                       "module with the same options for every rank)";
+    spmd::gpu::fail("spmdProgramCheck", what.c_str());
+  }
+  r.checkedPrograms.insert(h);
+}
+
+void spmdAbort(const char *message) {
+  spmd::gpu::fail("abort", message && *message ? message : "(no message)");
+}
+
 int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype) {
   spmd::gpu::ensureContext();
   Runtime &r = rt();

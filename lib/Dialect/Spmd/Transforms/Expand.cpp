@@ -86,6 +86,24 @@ private:
                                ArrayRef<PlacementAttr> to, Location loc);
   FailureOr<Value> gather(Value v, RankedTensorType global, Placements &cur,
                           unsigned axis, int64_t dim, Location loc);
+  /// What padDynamicDims did: the padded value and, per padded dimension,
+  /// its real size.
+  struct StaticPadding {
+    Value value;
+    SmallVector<std::pair<int64_t, Value>> sizes;
+    /// `type` with the padded dimensions at their padded (static) size.
+    RankedTensorType padType(RankedTensorType type) const {
+      SmallVector<int64_t> shape(type.getShape());
+      for (auto [d, size] : sizes)
+        shape[d] = cast<RankedTensorType>(value.getType()).getDimSize(d);
+      return type.clone(shape);
+    }
+  };
+  StaticPadding padDynamicDims(Value v, RankedTensorType global,
+                               const Placements &cur, int64_t keep,
+                               Location loc);
+  Value cutPadding(Value v, const StaticPadding &padding,
+                   RankedTensorType type, Location loc);
   FailureOr<Value> toPartial(Value v, unsigned axis, ReductionKind kind,
                              Location loc);
   FailureOr<Value> fill(Value like, RankedTensorType type, double value,
@@ -151,25 +169,87 @@ FailureOr<Value> Expander::fill(Value like, RankedTensorType type, double value,
   return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
 }
 
+/// Collectives take static shapes (both runtimes size their buffers from
+/// the types). A dimension that another mesh axis splits unevenly is dynamic:
+/// it is padded (with zeros) to its largest chunk for the collective and cut
+/// back after it. The ranks of the collective's group share their
+/// coordinate on that other axis, so they hold the same real size and the
+/// padding lines up across them. Dimension `keep` (-1: none) is left alone.
+Expander::StaticPadding Expander::padDynamicDims(Value v,
+                                                 RankedTensorType global,
+                                                 const Placements &cur,
+                                                 int64_t keep, Location loc) {
+  auto type = cast<RankedTensorType>(v.getType());
+  StaticPadding padding{v, {}};
+  SmallVector<int64_t> shape(type.getShape());
+  SmallVector<OpFoldResult> low(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> high(low);
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (d == keep || !type.isDynamicDim(d))
+      continue;
+    int64_t chunk = -1;
+    for (auto [a, p] : llvm::enumerate(cur))
+      if (auto shard = dyn_cast<ShardAttr>(p); shard && shard.getDim() == d) {
+        int64_t n = mesh.getShape()[a];
+        chunk = (global.getDimSize(d) + n - 1) / n;
+      }
+    if (chunk < 0)
+      continue; // not from uneven sharding: left to the collective's verifier
+    Value size = tensor::DimOp::create(b, loc, v, d);
+    padding.sizes.push_back({d, size});
+    shape[d] = chunk;
+    high[d] = arith::SubIOp::create(b, loc, index(chunk, loc), size).getResult();
+  }
+  if (padding.sizes.empty())
+    return padding;
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
+  padding.value =
+      tensor::PadOp::create(b, loc, type.clone(shape), v, low, high, zero);
+  return padding;
+}
+
+/// The part of `v` (a collective's result over a padded value) that holds
+/// data, as `type`.
+Value Expander::cutPadding(Value v, const StaticPadding &padding,
+                           RankedTensorType type, Location loc) {
+  if (padding.sizes.empty())
+    return v;
+  auto vType = cast<RankedTensorType>(v.getType());
+  SmallVector<OpFoldResult> offsets(vType.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(vType.getRank(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, v);
+  for (auto [d, size] : padding.sizes)
+    sizes[d] = size;
+  return tensor::ExtractSliceOp::create(b, loc, type, v, offsets, sizes,
+                                        strides)
+      .getResult();
+}
+
 FailureOr<Value> Expander::gather(Value v, RankedTensorType global,
                                   Placements &cur, unsigned axis, int64_t dim,
                                   Location loc) {
   Placements next = cur;
   next[axis] = ReplicateAttr::get(ctx);
-  FailureOr<RankedTensorType> outType = localType(global, next, loc);
-  if (failed(outType))
+  FailureOr<RankedTensorType> finalType = localType(global, next, loc);
+  if (failed(finalType))
     return failure();
+  StaticPadding padding = padDynamicDims(v, global, cur, dim, loc);
+  v = padding.value;
+  RankedTensorType outType = padding.padType(*finalType);
   auto inType = cast<RankedTensorType>(v.getType());
   int64_t n = mesh.getShape()[axis];
   auto axes = b.getDenseI64ArrayAttr({axis});
   cur = next;
   if (!inType.isDynamicDim(dim)) {
-    return AllGatherOp::create(b, loc, TypeRange{*outType}, ValueRange{v},
-                               meshRef, axes, b.getI64IntegerAttr(dim))
-        .getResult(0);
+    Value gathered = AllGatherOp::create(b, loc, TypeRange{outType},
+                                         ValueRange{v}, meshRef, axes,
+                                         b.getI64IntegerAttr(dim))
+                         .getResult(0);
+    return cutPadding(gathered, padding, *finalType, loc);
   }
   // Uneven: pad every chunk to ceil(N / n), gather, drop the padding.
-  int64_t size = outType->getDimSize(dim);
+  int64_t size = outType.getDimSize(dim);
   int64_t chunk = (size + n - 1) / n;
   SmallVector<int64_t> paddedShape(inType.getShape());
   paddedShape[dim] = chunk;
@@ -189,13 +269,16 @@ FailureOr<Value> Expander::gather(Value v, RankedTensorType global,
                           ValueRange{padded}, meshRef, axes,
                           b.getI64IntegerAttr(dim))
           .getResult(0);
+  // The gathered dimension loses its padding; the others keep their local
+  // size (dynamic where another mesh axis splits them unevenly).
   SmallVector<OpFoldResult> offsets(inType.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes, strides(inType.getRank(), b.getIndexAttr(1));
-  for (int64_t d = 0; d < inType.getRank(); ++d)
-    sizes.push_back(b.getIndexAttr(outType->getDimSize(d)));
-  return tensor::ExtractSliceOp::create(b, loc, *outType, gathered, offsets,
-                                        sizes, strides)
-      .getResult();
+  SmallVector<OpFoldResult> strides(inType.getRank(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, gathered);
+  sizes[dim] = b.getIndexAttr(size);
+  Value sliced = tensor::ExtractSliceOp::create(b, loc, outType, gathered,
+                                                offsets, sizes, strides)
+                     .getResult();
+  return cutPadding(sliced, padding, *finalType, loc);
 }
 
 FailureOr<Value> Expander::toPartial(Value v, unsigned axis, ReductionKind kind,
@@ -327,14 +410,17 @@ FailureOr<Value> Expander::redistribute(Value value, RankedTensorType global,
           !shardedElsewhere(to, d, a)) {
         Placements next = cur;
         next[a] = to[a];
-        FailureOr<RankedTensorType> outType = localType(global, next, loc);
-        if (failed(outType))
+        FailureOr<RankedTensorType> finalType = localType(global, next, loc);
+        if (failed(finalType))
           return failure();
+        StaticPadding padding = padDynamicDims(v, global, cur, d, loc);
+        v = padding.value;
+        RankedTensorType outType = padding.padType(*finalType);
         auto inType = cast<RankedTensorType>(v.getType());
         int64_t n = mesh.getShape()[a];
         auto kind = ReductionKindAttr::get(ctx, partial.getKind());
         if (evenOn(d, a)) {
-          v = ReduceScatterOp::create(b, loc, TypeRange{*outType},
+          v = ReduceScatterOp::create(b, loc, TypeRange{outType},
                                       ValueRange{v}, meshRef, axes, kind,
                                       b.getI64IntegerAttr(d))
                   .getResult(0);
@@ -359,22 +445,26 @@ FailureOr<Value> Expander::redistribute(Value value, RankedTensorType global,
                   .getResult(0);
           SmallVector<OpFoldResult> offsets(inType.getRank(),
                                             b.getIndexAttr(0));
-          SmallVector<OpFoldResult> sizes,
-              strides(inType.getRank(), b.getIndexAttr(1));
-          for (int64_t i = 0; i < inType.getRank(); ++i)
-            sizes.push_back(i == d ? OpFoldResult(unevenSize(size, a, loc))
-                                   : b.getIndexAttr(shape[i]));
-          v = tensor::ExtractSliceOp::create(b, loc, *outType, scattered,
+          SmallVector<OpFoldResult> strides(inType.getRank(),
+                                            b.getIndexAttr(1));
+          SmallVector<OpFoldResult> sizes =
+              tensor::getMixedSizes(b, loc, scattered);
+          sizes[d] = unevenSize(size, a, loc);
+          v = tensor::ExtractSliceOp::create(b, loc, outType, scattered,
                                              offsets, sizes, strides);
         }
+        v = cutPadding(v, padding, *finalType, loc);
         cur = next;
         continue;
       }
       auto type = cast<RankedTensorType>(v.getType());
-      v = AllReduceOp::create(b, loc, TypeRange{type}, ValueRange{v}, meshRef,
-                              axes,
+      StaticPadding padding = padDynamicDims(v, global, cur, -1, loc);
+      Value reduced =
+          AllReduceOp::create(b, loc, TypeRange{padding.padType(type)},
+                              ValueRange{padding.value}, meshRef, axes,
                               ReductionKindAttr::get(ctx, partial.getKind()))
               .getResult(0);
+      v = cutPadding(reduced, padding, type, loc);
       cur[a] = ReplicateAttr::get(ctx);
       continue;
     }
@@ -398,10 +488,13 @@ FailureOr<Value> Expander::redistribute(Value value, RankedTensorType global,
       FailureOr<RankedTensorType> outType = localType(global, next, loc);
       if (failed(outType))
         return failure();
-      v = AllToAllOp::create(b, loc, TypeRange{*outType}, ValueRange{v},
-                             meshRef, axes, b.getI64IntegerAttr(j),
-                             b.getI64IntegerAttr(i))
+      StaticPadding padding = padDynamicDims(v, global, cur, -1, loc);
+      Value exchanged =
+          AllToAllOp::create(b, loc, TypeRange{padding.padType(*outType)},
+                             ValueRange{padding.value}, meshRef, axes,
+                             b.getI64IntegerAttr(j), b.getI64IntegerAttr(i))
               .getResult(0);
+      v = cutPadding(exchanged, padding, *outType, loc);
       cur = next;
       continue;
     }

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""A rank that fails must end the whole job, never leave the others waiting.
+
+    mpirun -np 2 python3 rank_failure_check.py CASE
+
+trace: rank 1 raises while its first call is traced (rank 0 goes on to
+    compile and then waits for rank 1).
+after-step: rank 1 raises in user code right after a step; rank 0 calls
+    the next step and waits in its collectives.
+all-ranks: every rank raises the same error; it is printed once.
+launcher: prints spmd.world_size() (run under torchrun: must fail instead).
+"""
+
+import sys
+
+import torch
+import torch.nn as nn
+
+import spmd
+
+
+def main(case):
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rank = spmd.rank()
+
+    @spmd.compile()
+    def step(model, opt, x, y):
+        if case == "trace" and rank == 1:
+            raise ValueError("rank 1 failed while tracing")
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    x, y = torch.randn(4, 4), torch.randn(4, 2)
+    if case == "launcher":
+        print(f"world size {spmd.world_size()}")
+        return
+    if case == "all-ranks":
+        raise RuntimeError("every rank fails the same way")
+    for i in range(3):
+        step(model, opt, x, y)
+        if case == "after-step" and rank == 1:
+            raise ValueError(f"rank 1 failed after step {i}")
+    print(f"rank {rank}: finished")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
