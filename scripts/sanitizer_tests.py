@@ -13,8 +13,8 @@ import shlex
 import sys
 
 ALLOWED = {"spmd-opt", "spmd-gpu-opt", "FileCheck", "not", "count",
-           "split-file", "sed", "cat", "echo", "diff"}
-COMPILERS = {"spmd-opt", "spmd-gpu-opt"}
+           "split-file", "sed", "cat", "echo", "diff", "spmd-fuzz"}
+COMPILERS = {"spmd-opt", "spmd-gpu-opt", "spmd-fuzz"}
 RUN = re.compile(r"^\s*(?://|#)\s*RUN:\s?(.*)$")
 
 

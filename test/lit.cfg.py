@@ -45,7 +45,9 @@ tool_dirs = [config.spmd_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     [ToolSubst(t, unresolved="ignore" if config.spmd_sanitize else "fatal")
      for t in ["spmd-opt", "spmd-gpu-opt", "spmd-runtime-tests",
-               "spmd-runtime-errors"]],
+               "spmd-runtime-errors"]]
+    # Only the sanitizer build has the fuzzer (its tests REQUIRE sanitize).
+    + [ToolSubst("spmd-fuzz", unresolved="ignore")],
     tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

@@ -66,10 +66,10 @@ inline std::string describeGroup(int64_t packed, int64_t mask) {
 }
 
 /// Whether the launcher's RANK / WORLD_SIZE (torchrun sets them), where set,
-/// agree with the job the runtime joined; false with `error` saying how to
-/// launch otherwise. Without this, torchrun starting N processes of the MPI
+/// agree with the job `job` describes (e.g. "the MPI runtime"); false with
+/// `error` saying how to launch otherwise. Without this, torchrun starting N processes of the MPI
 /// runtime gives N silent single-rank jobs.
-inline bool checkLauncher(int rank, int size, const char *runtime,
+inline bool checkLauncher(int rank, int size, const char *job,
                           std::string &error) {
   const char *worldText = std::getenv("WORLD_SIZE");
   const char *rankText = std::getenv("RANK");
@@ -80,9 +80,9 @@ inline bool checkLauncher(int rank, int size, const char *runtime,
   error = std::string("the launcher started this process as rank ") +
           (rankText ? rankText : "?") + " of " +
           (worldText ? worldText : "?") +
-          " (RANK, WORLD_SIZE; torchrun sets them) but the " + runtime +
-          " runtime joined a job of " + std::to_string(size) +
-          " rank(s) as rank " + std::to_string(rank) +
+          " (RANK, WORLD_SIZE; torchrun sets them) but " + job +
+          " has a job of " + std::to_string(size) +
+          " rank(s) with this process as rank " + std::to_string(rank) +
           "; every rank would train alone. Launch the CPU path with "
           "`mpirun -np " +
           (worldText ? worldText : "N") +

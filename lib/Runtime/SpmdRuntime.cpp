@@ -280,7 +280,7 @@ void spmdInit(void) {
   std::string error;
   if (!spmd::runtime::readTimeout(r.timeout, error))
     fail("spmdInit", "%s", error.c_str());
-  if (!spmd::runtime::checkLauncher(r.rank, r.size, "MPI", error))
+  if (!spmd::runtime::checkLauncher(r.rank, r.size, "the MPI runtime", error))
     fail("spmdInit", "%s", error.c_str());
   r.initialized = true;
   if (r.ownsMpi)

@@ -502,7 +502,7 @@ void spmdInit(void) {
   if (std::getenv("OMPI_COMM_WORLD_SIZE") &&
       !spmd::runtime::checkLauncher(envInt("OMPI_COMM_WORLD_RANK", 0),
                                     envInt("OMPI_COMM_WORLD_SIZE", 1),
-                                    "mpirun's", error))
+                                    "mpirun", error))
     spmd::gpu::fail("spmdInit", error.c_str());
   r.initialized = true;
   spmd::gpu::ensureContext();

@@ -5,7 +5,10 @@
 //   launch-limits: a kernel launch with 2048 threads per block;
 //   race: a copy on stream A reads what stream B writes, without an event
 //   between them (the host only happens to wait for B first): right under
-//   the emulator's lazy order, caught under SPMD_EMU_SCHEDULE=random.
+//   the emulator's lazy order, caught under SPMD_EMU_SCHEDULE=random;
+//   program-check: every rank checks one program, then each rank another
+//   (the NCCL runtime's spmdProgramCheck must stop the job);
+//   init: spmdInit only.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +16,9 @@
 
 extern "C" {
 void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
+void spmdInit(void);
+int32_t spmdWorldRank(void);
+void spmdProgramCheck(int64_t hash, const char *name);
 void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                   int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
                   int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc);
@@ -49,6 +55,16 @@ int main(int argc, char **argv) {
     void *module = mgpuModuleLoad(const_cast<char *>(image), sizeof(image));
     void *k = mgpuModuleGetFunction(module, "k");
     mgpuLaunchKernel(k, 1, 1, 1, 2048, 1, 1, 0, nullptr, nullptr, nullptr, 0);
+  } else if (!std::strcmp(argv[1], "program-check")) {
+    spmdProgramCheck(42, "same");
+    spmdProgramCheck(42, "same"); // checked once: no second exchange
+    std::printf("rank %d: same program checked\n", spmdWorldRank());
+    std::fflush(stdout);
+    spmdProgramCheck(100 + spmdWorldRank(), "differs");
+  } else if (!std::strcmp(argv[1], "init")) {
+    spmdInit();
+    std::printf("rank %d: initialized\n", spmdWorldRank());
+    return 0;
   } else if (!std::strcmp(argv[1], "race")) {
     auto *y =
         static_cast<float *>(mgpuMemAlloc(64 * sizeof(float), nullptr, false));
