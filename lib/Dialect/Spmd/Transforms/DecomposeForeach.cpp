@@ -181,9 +181,12 @@ private:
         //                            : end - (end - self) * (1 - w)
         .Case([&](ForeachLerpOp) {
           Value diff = sub(x[1], x[0]);
+          // One op per statement: argument evaluation order differs between
+          // compilers, and the IR must not.
+          Value half = constant(0.5);
+          Value magnitude = math::AbsFOp::create(nb, loc, s);
           Value small = arith::CmpFOp::create(
-              nb, loc, arith::CmpFPredicate::OLT,
-              math::AbsFOp::create(nb, loc, s), constant(0.5));
+              nb, loc, arith::CmpFPredicate::OLT, magnitude, half);
           Value low = add(x[0], mul(s, diff));
           Value high = sub(x[1], mul(diff, sub(constant(1.0), s)));
           return arith::SelectOp::create(nb, loc, small, low, high).getResult();
