@@ -16,7 +16,8 @@ namespace spmd::gpu {
 /// This process's rank for messages (-1 before the runtime knows it).
 int rankForMessages();
 
-/// Prints "spmd gpu runtime (rank R): <what>: <detail>" and exits(1).
+/// Prints "spmd gpu runtime (rank R): <what>: <detail>" and exits with 1
+/// at once (no exit handlers: they could wait for the ranks that failed).
 [[noreturn]] void fail(const char *what, const char *detail);
 
 /// Fails with the driver's error name unless `result` is CUDA_SUCCESS.

@@ -384,19 +384,21 @@ void waitPolling(CUevent event, const char *op, int64_t packed,
     double waited =
         std::chrono::duration<double>(Clock::now() - start).count();
     if (rt().timeout > 0 && waited > rt().timeout) {
-      std::string what =
-          "timed out after " + std::to_string(waited) +
-          " s waiting for the other ranks of " +
-          spmd::runtime::describeGroup(packed, mask) + " (SPMD_TIMEOUT=" +
-          std::to_string(rt().timeout) +
-          " s): a rank stopped, crashed or runs another program";
+      char what[512];
+      std::snprintf(what, sizeof(what),
+                    "timed out after %.1f s waiting for the other ranks of "
+                    "%s (SPMD_TIMEOUT=%g s): a rank stopped, crashed or runs "
+                    "another program",
+                    waited,
+                    spmd::runtime::describeGroup(packed, mask).c_str(),
+                    rt().timeout);
       // Aborting the communicators releases the NCCL kernels that wait for
       // the missing peer, so the process can exit.
       for (auto &[key, comm] : rt().groups)
         ncclCommAbort(comm);
       if (rt().world)
         ncclCommAbort(rt().world);
-      spmd::gpu::fail(op, what.c_str());
+      spmd::gpu::fail(op, what);
     }
     if (r != CUDA_ERROR_NOT_READY)
       spmd::gpu::checkCu(r, op);
@@ -435,8 +437,11 @@ int spmd::gpu::rankForMessages() { return rt().initialized ? rt().rank : -1; }
 void spmd::gpu::fail(const char *what, const char *detail) {
   std::fprintf(stderr, "spmd gpu runtime (rank %d): %s: %s\n",
                rankForMessages(), what, detail);
-  std::fflush(stderr);
-  std::exit(1);
+  std::fflush(nullptr);
+  // Not exit(): its handlers would finalize MPI (the bootstrap's), which
+  // waits for the very ranks this one gives up on. mpirun and torchrun end
+  // the job when a rank exits non-zero.
+  _exit(1);
 }
 
 void spmd::gpu::checkCu(CUresult result, const char *call) {

@@ -39,7 +39,8 @@
 #include <vector>
 
 struct CUstream_st {
-  std::deque<std::function<void()>> queue;
+  /// Work items: each returns true when done (see enqueuePolled).
+  std::deque<std::function<bool()>> queue;
 };
 
 namespace {
@@ -209,7 +210,10 @@ uint64_t nextRandom() {
   return x;
 }
 
-bool step(CUstream_st &s);
+/// What one step of a stream did.
+enum class Step { Empty, Ran, Blocked };
+
+Step step(CUstream_st &s);
 
 /// Under the random schedule, half the time: one work item of a random
 /// stream that has some.
@@ -230,37 +234,54 @@ void randomProgress() {
   sched.busy = false;
 }
 
-/// Runs the oldest work item of `s`; false when there is none.
-bool step(CUstream_st &s) {
+/// Runs (or polls) the oldest work item of `s`: Blocked when it is still
+/// waiting (a collective whose peers have not come).
+Step step(CUstream_st &s) {
   randomProgress();
   if (s.queue.empty())
-    return false;
-  std::function<void()> work = std::move(s.queue.front());
+    return Step::Empty;
+  std::function<bool()> work = std::move(s.queue.front());
   s.queue.pop_front();
-  DeviceAccess device;
-  work();
-  return true;
+  bool done;
+  {
+    DeviceAccess device;
+    done = work();
+  }
+  if (done)
+    return Step::Ran;
+  // Still waiting: it stays first on its stream.
+  s.queue.push_front(std::move(work));
+  return Step::Blocked;
 }
 
 void drain(CUstream_st &s) {
-  while (step(s)) {
+  while (step(s) != Step::Empty) {
   }
 }
 
 void drainAll() {
-  bool ran = true;
-  while (ran) {
-    ran = step(drv().nullStream);
+  bool busy = true;
+  while (busy) {
+    busy = step(drv().nullStream) != Step::Empty;
     for (CUstream s : drv().streams)
-      ran |= step(*s);
+      busy |= step(*s) != Step::Empty;
   }
 }
 
-void waitFor(const std::shared_ptr<Marker> &m) {
-  while (!m->done)
-    if (!step(streamOf(m->stream)) && !m->done)
+/// Runs `m`'s stream up to it; with `poll`, returns false instead of waiting
+/// when the stream is blocked.
+bool runUpTo(const std::shared_ptr<Marker> &m, bool poll) {
+  while (!m->done) {
+    Step r = step(streamOf(m->stream));
+    if (r == Step::Blocked && poll)
+      return false;
+    if (r == Step::Empty && !m->done)
       spmd::emu::fail("internal: an event's stream ran dry before it");
+  }
+  return true;
 }
+
+void waitFor(const std::shared_ptr<Marker> &m) { runUpTo(m, /*poll=*/false); }
 
 /// The allocation containing [p, p + bytes), if any.
 const std::pair<const uintptr_t, size_t> *allocationOf(const void *p,
@@ -358,6 +379,14 @@ CUresult memsetAsync(CUdeviceptr dst, T value, size_t count, CUstream stream) {
 } // namespace
 
 void spmd::emu::enqueue(CUstream stream, std::function<void()> work) {
+  streamOf(stream).queue.push_back([work = std::move(work)] {
+    work();
+    return true;
+  });
+  randomProgress();
+}
+
+void spmd::emu::enqueuePolled(CUstream stream, std::function<bool()> work) {
   streamOf(stream).queue.push_back(std::move(work));
   randomProgress();
 }
@@ -452,7 +481,7 @@ CUresult cuStreamSynchronize(CUstream stream) {
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int) {
   std::shared_ptr<Marker> m = event->last;
-  spmd::emu::enqueue(stream, [m] { waitFor(m); });
+  spmd::emu::enqueuePolled(stream, [m] { return runUpTo(m, /*poll=*/true); });
   return CUDA_SUCCESS;
 }
 
@@ -481,9 +510,10 @@ CUresult cuEventSynchronize(CUevent event) {
 }
 
 CUresult cuEventQuery(CUevent event) {
-  // The host is waiting for it: run the stream up to the event.
-  waitFor(event->last);
-  return CUDA_SUCCESS;
+  // The host is waiting for it: run the stream up to the event, unless it
+  // is blocked (a collective whose peers have not come yet).
+  return runUpTo(event->last, /*poll=*/true) ? CUDA_SUCCESS
+                                              : CUDA_ERROR_NOT_READY;
 }
 
 //===----------------------------------------------------------------------===//

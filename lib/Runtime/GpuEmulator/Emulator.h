@@ -6,7 +6,8 @@
 // on machines without a GPU (LD_LIBRARY_PATH=build/lib/gpu-emulator).
 // "Device memory" is host memory the emulated driver tracks; streams are
 // queues run lazily, when the host waits (stream/event/context
-// synchronization, a copy to pageable host memory), so host code that reads
+// synchronization, a copy to pageable host memory; a query runs what can run
+// without blocking), so host code that reads
 // results without waiting for them sees stale data, as on a GPU; NCCL runs
 // on MPI, one process per rank; cuBLAS on OpenBLAS. The emulated NCCL and
 // cuBLAS enqueue their work on the emulated driver's streams through these
@@ -27,6 +28,11 @@ namespace spmd::emu {
 
 /// Appends `work` to `stream`'s queue (the null stream for 0).
 void enqueue(CUstream stream, std::function<void()> work);
+
+/// Appends work that may take a while (a collective waiting for its peers):
+/// it is called until it returns true and holds its stream until then, so
+/// cuEventQuery / cuStreamQuery answer "not ready" meanwhile, as on a GPU.
+void enqueuePolled(CUstream stream, std::function<bool()> work);
 
 /// Whether [p, p + bytes) lies in one device allocation (or registered /
 /// managed memory): what kernels, NCCL and cuBLAS may address.

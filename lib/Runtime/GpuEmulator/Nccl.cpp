@@ -4,7 +4,8 @@
 // one MPI process per rank (launch the program with mpirun; the runtime
 // takes its rank from Open MPI's environment), a communicator per NCCL
 // communicator, MPI_Comm_split for ncclCommSplit. Operations run on the
-// emulated streams in order; inside ncclGroupStart/End they are held and
+// emulated streams in order, as non-blocking MPI calls that hold their
+// stream until they complete (a query meanwhile answers "not ready"); inside ncclGroupStart/End they are held and
 // enqueued together at the group's end (as NCCL launches a group), the
 // group's sends and receives as one exchange. Buffers must be device memory.
 //
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,7 +34,10 @@ namespace {
 /// One operation of a group: a collective, or one side of a send/receive.
 struct Op {
   CUstream stream;
-  std::function<void()> collective;
+  /// A collective: posts its non-blocking MPI call; `finish` runs when it
+  /// completes.
+  std::function<MPI_Request()> collective;
+  std::function<void()> finish;
   // Point-to-point: posted together, completed together.
   bool isSend = false, isRecv = false;
   void *buffer = nullptr;
@@ -121,25 +126,43 @@ void requireDevice(const void *p, size_t bytes, const char *op) {
     spmd::emu::fail(std::string(op) + ": buffer is not device memory");
 }
 
-/// Runs the operations of one group (or a single operation) in order; the
-/// sends and receives are posted first and completed together.
-void run(std::vector<Op> ops) {
+/// The operations of one group (or a single operation) on their stream.
+struct Running {
+  std::vector<Op> ops;
   std::vector<MPI_Request> requests;
-  for (Op &op : ops) {
-    MPI_Request r;
-    if (op.isSend) {
-      MPI_Isend(op.buffer, op.count, op.type, op.peer, 0, op.comm, &r);
-      requests.push_back(r);
-    } else if (op.isRecv) {
-      MPI_Irecv(op.buffer, op.count, op.type, op.peer, 0, op.comm, &r);
-      requests.push_back(r);
+  bool posted = false;
+};
+
+/// Posts every operation of the group on its first call (sends and receives,
+/// then the collectives in order, all non-blocking) and reports whether all
+/// have completed: like NCCL's kernels, a group whose peers have not come
+/// holds its stream without holding the host.
+bool progress(Running &group) {
+  if (!group.posted) {
+    for (Op &op : group.ops) {
+      MPI_Request r;
+      if (op.isSend) {
+        MPI_Isend(op.buffer, op.count, op.type, op.peer, 0, op.comm, &r);
+        group.requests.push_back(r);
+      } else if (op.isRecv) {
+        MPI_Irecv(op.buffer, op.count, op.type, op.peer, 0, op.comm, &r);
+        group.requests.push_back(r);
+      }
     }
+    for (Op &op : group.ops)
+      if (op.collective)
+        group.requests.push_back(op.collective());
+    group.posted = true;
   }
-  for (Op &op : ops)
-    if (op.collective)
-      op.collective();
-  MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-              MPI_STATUSES_IGNORE);
+  int done = 0;
+  MPI_Testall(static_cast<int>(group.requests.size()), group.requests.data(),
+              &done, MPI_STATUSES_IGNORE);
+  if (!done)
+    return false;
+  for (Op &op : group.ops)
+    if (op.finish)
+      op.finish();
+  return true;
 }
 
 void flush(std::vector<Op> ops) {
@@ -149,7 +172,9 @@ void flush(std::vector<Op> ops) {
   for (Op &op : ops)
     if (op.stream != stream)
       spmd::emu::fail("NCCL: a group over several streams is not emulated");
-  spmd::emu::enqueue(stream, [ops = std::move(ops)] { run(ops); });
+  auto group = std::make_shared<Running>();
+  group->ops = std::move(ops);
+  spmd::emu::enqueuePolled(stream, [group] { return progress(*group); });
 }
 
 ncclResult_t submit(Op op) {
@@ -161,10 +186,12 @@ ncclResult_t submit(Op op) {
   return ncclSuccess;
 }
 
-ncclResult_t collective(CUstream stream, std::function<void()> fn) {
+ncclResult_t collective(CUstream stream, std::function<MPI_Request()> start,
+                        std::function<void()> finish = {}) {
   Op op;
   op.stream = stream;
-  op.collective = std::move(fn);
+  op.collective = std::move(start);
+  op.finish = std::move(finish);
   return submit(std::move(op));
 }
 
@@ -274,12 +301,18 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
   size_t bytes = count * typeBytes(type);
   requireDevice(send, bytes, "ncclAllReduce");
   requireDevice(recv, bytes, "ncclAllReduce");
-  return collective(reinterpret_cast<CUstream>(stream), [=] {
-    MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, int(count),
-                  mpiType(type), mpiOp(op), comm->comm);
-    if (op == ncclAvg)
-      divide(recv, count, type, comm->size);
-  });
+  return collective(
+      reinterpret_cast<CUstream>(stream),
+      [=] {
+        MPI_Request r;
+        MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, int(count),
+                       mpiType(type), mpiOp(op), comm->comm, &r);
+        return r;
+      },
+      [=] {
+        if (op == ncclAvg)
+          divide(recv, count, type, comm->size);
+      });
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
@@ -292,7 +325,9 @@ ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
   return collective(reinterpret_cast<CUstream>(stream), [=] {
     if (comm->rank == root && send != recv)
       std::memcpy(recv, send, bytes);
-    MPI_Bcast(recv, int(count), mpiType(type), root, comm->comm);
+    MPI_Request r;
+    MPI_Ibcast(recv, int(count), mpiType(type), root, comm->comm, &r);
+    return r;
   });
 }
 
@@ -304,8 +339,10 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
   requireDevice(recv, bytes * comm->size, "ncclAllGather");
   return collective(reinterpret_cast<CUstream>(stream), [=] {
     bool inPlace = static_cast<const char *>(recv) + comm->rank * bytes == send;
-    MPI_Allgather(inPlace ? MPI_IN_PLACE : send, int(count), mpiType(type),
-                  recv, int(count), mpiType(type), comm->comm);
+    MPI_Request r;
+    MPI_Iallgather(inPlace ? MPI_IN_PLACE : send, int(count), mpiType(type),
+                   recv, int(count), mpiType(type), comm->comm, &r);
+    return r;
   });
 }
 
@@ -315,12 +352,18 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
   size_t bytes = count * typeBytes(type);
   requireDevice(send, bytes * comm->size, "ncclReduceScatter");
   requireDevice(recv, bytes, "ncclReduceScatter");
-  return collective(reinterpret_cast<CUstream>(stream), [=] {
-    MPI_Reduce_scatter_block(send, recv, int(count), mpiType(type), mpiOp(op),
-                             comm->comm);
-    if (op == ncclAvg)
-      divide(recv, count, type, comm->size);
-  });
+  return collective(
+      reinterpret_cast<CUstream>(stream),
+      [=] {
+        MPI_Request r;
+        MPI_Ireduce_scatter_block(send, recv, int(count), mpiType(type),
+                                  mpiOp(op), comm->comm, &r);
+        return r;
+      },
+      [=] {
+        if (op == ncclAvg)
+          divide(recv, count, type, comm->size);
+      });
 }
 
 ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t type,

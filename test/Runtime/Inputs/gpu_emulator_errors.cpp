@@ -8,8 +8,12 @@
 //   the emulator's lazy order, caught under SPMD_EMU_SCHEDULE=random;
 //   program-check: every rank checks one program, then each rank another
 //   (the NCCL runtime's spmdProgramCheck must stop the job);
-//   init: spmdInit only.
+//   init: spmdInit only;
+//   timeout: both ranks make one all_reduce, then rank 1 stops coming; rank
+//   0's next all_reduce must end the job after SPMD_TIMEOUT.
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -19,6 +23,9 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
 void spmdInit(void);
 int32_t spmdWorldRank(void);
 void spmdProgramCheck(int64_t hash, const char *name);
+int32_t spmdWorldSize(void);
+void spmdAllReduce(int64_t in, int64_t out, int64_t count, int32_t dtype,
+                   int32_t kind, int64_t meshShape, int64_t axesMask);
 void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                   int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
                   int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc);
@@ -61,6 +68,14 @@ int main(int argc, char **argv) {
     std::printf("rank %d: same program checked\n", spmdWorldRank());
     std::fflush(stdout);
     spmdProgramCheck(100 + spmdWorldRank(), "differs");
+  } else if (!std::strcmp(argv[1], "timeout")) {
+    auto x = reinterpret_cast<int64_t>(d);
+    spmdAllReduce(x, x, 4, /*SPMD_F32=*/0, /*SPMD_SUM=*/0, spmdWorldSize(), 1);
+    std::printf("rank %d: first all_reduce done\n", spmdWorldRank());
+    std::fflush(stdout);
+    if (spmdWorldRank() == 1)
+      std::this_thread::sleep_for(std::chrono::seconds(100));
+    spmdAllReduce(x, x, 4, 0, 0, spmdWorldSize(), 1);
   } else if (!std::strcmp(argv[1], "init")) {
     spmdInit();
     std::printf("rank %d: initialized\n", spmdWorldRank());
