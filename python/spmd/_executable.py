@@ -91,6 +91,18 @@ class Executable:
         self.views[f"{n}.step"].fill_(float(st["step"]) if "step" in st
                                       else 0.0)
 
+    def _write_hyperparams(self):
+        """The param groups' current float options (lr, momentum, betas,
+        ...) into the program's buffers: what an LR scheduler or a manual
+        `group["lr"] = ...` set takes effect at this call."""
+        groups = self.traced.optimizer.param_groups \
+            if self.traced.optimizer is not None else []
+        for name, gi, key, index in self.program.hyperparams:
+            value = groups[gi][key]
+            if index is not None:
+                value = value[index]
+            self.views[name].fill_(float(value))
+
     def _publish_optimizer_state(self):
         opt = self.traced.optimizer
         params = dict(self.traced.model.named_parameters())
@@ -113,6 +125,7 @@ class Executable:
         if _OWNER.get(self.traced.model) is not self:
             self._adopt_state()
             _OWNER[self.traced.model] = self
+        self._write_hyperparams()
         args, keep = [], []
         for info, t in zip(self.traced.inputs, tensors):
             t = t.detach().contiguous()

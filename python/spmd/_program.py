@@ -59,12 +59,11 @@ class Program:
     outputs: List[str] = field(default_factory=list)
     # Per optimizer group: ("sgd"|"adam", [param FQNs], group index).
     groups: list = field(default_factory=list)
+    # Float options read from the param groups on every call:
+    # (state name, group index, option key, index into the option or None).
+    hyperparams: list = field(default_factory=list)
     # Before every state name in the module and the runtime's registry.
     prefix: str = ""
-
-
-def _f64(x) -> str:
-    return f"{float(x):.17e} : f64"
 
 
 class _Writer:
@@ -196,13 +195,36 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
     def store(result, name, t):
         w.emit(f'spmd.store {result} to @"{name}" : {t}')
 
+    def hyperparams(keys):
+        """Loads each float option of the group from its state (the host
+        writes the group's current value there before every call: LR
+        schedulers and manual changes take effect without recompiling) and
+        returns the `hyperparams(...)` clause."""
+        entries = []
+        for key in keys:
+            option, index = ("betas", 0) if key == "beta1" else (
+                ("betas", 1) if key == "beta2" else (key, None))
+            name = f"optimizer.param_groups.{gi}.{key}"
+            state(name, (), torch.float64, "optimizer_state")
+            program.hyperparams.append((name, gi, option, index))
+            v = w.fresh("h")
+            w.emit(f'{v} = spmd.load @"{name}" : tensor<f64>')
+            entries.append(f"{key} = {v}")
+        return f" hyperparams({', '.join(entries)})"
+
     kind = type(optimizer).__name__
     if isinstance(optimizer, torch.optim.SGD):
-        attrs = [f"lr = {_f64(group['lr'])}"]
+        attrs = []
         momentum = float(group.get("momentum", 0.0))
-        for key in ("momentum", "dampening", "weight_decay"):
-            if float(group.get(key, 0.0)) != 0.0:
-                attrs.append(f"{key} = {_f64(group[key])}")
+        # Whether momentum and weight decay are on is structural (it keys
+        # the compile cache); their values, lr's and dampening's are run-time.
+        runtime = ["lr"]
+        if momentum != 0.0:
+            runtime.append("momentum")
+            if not group.get("nesterov", False):
+                runtime.append("dampening")
+        if float(group.get("weight_decay", 0.0)) != 0.0:
+            runtime.append("weight_decay")
         for key in ("nesterov", "maximize"):
             if group.get(key, False):
                 attrs.append(key)
@@ -214,10 +236,12 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
             s = w.fresh("o")
             w.emit(f'{s} = spmd.load @"{step_name}" : tensor<f32>')
             operands += f" momentum_buffers [{', '.join(bufs)}] step {s}"
+        operands += hyperparams(runtime)
         count = len(names) * (2 if momentum != 0.0 else 1) + (
             1 if momentum != 0.0 else 0)
         u = w.fresh("u")
-        w.emit(f"{u}:{count} = spmd.sgd {operands} {{{', '.join(attrs)}}} : "
+        attr_dict = f" {{{', '.join(attrs)}}}" if attrs else ""
+        w.emit(f"{u}:{count} = spmd.sgd {operands}{attr_dict} : "
                f"{', '.join(types)}")
         k = len(names)
         for i, (n, t) in enumerate(zip(names, types)):
@@ -231,10 +255,10 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
             optimizer, torch.optim.AdamW):
         decoupled = group.get("decoupled_weight_decay",
                               isinstance(optimizer, torch.optim.AdamW))
-        beta1, beta2 = group["betas"]
-        attrs = [f"lr = {_f64(group['lr'])}", f"beta1 = {_f64(beta1)}",
-                 f"beta2 = {_f64(beta2)}", f"eps = {_f64(group['eps'])}",
-                 f"weight_decay = {_f64(group['weight_decay'])}"]
+        attrs = []
+        runtime = ["lr", "beta1", "beta2", "eps"]
+        if float(group["weight_decay"]) != 0.0:
+            runtime.append("weight_decay")
         amsgrad = bool(group.get("amsgrad", False))
         for key, on in (("amsgrad", amsgrad),
                         ("maximize", group.get("maximize", False)),
@@ -255,10 +279,12 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
             w.emit(f'{s} = spmd.load @"{n}.step" : tensor<f32>')
             steps.append(s)
         operands += f" steps [{', '.join(steps)}]"
+        operands += hyperparams(runtime)
         k = len(names)
         count = k * (5 if amsgrad else 4)
         u = w.fresh("u")
-        w.emit(f"{u}:{count} = spmd.adam {operands} {{{', '.join(attrs)}}} : "
+        attr_dict = f" {{{', '.join(attrs)}}}" if attrs else ""
+        w.emit(f"{u}:{count} = spmd.adam {operands}{attr_dict} : "
                f"{', '.join(types)}")
         suffixes = ["", "exp_avg", "exp_avg_sq"] + (
             ["max_exp_avg_sq"] if amsgrad else [])

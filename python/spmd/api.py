@@ -113,6 +113,27 @@ def _build_where(here: bool, text: str, pipeline: str, who: str):
             f"spmd.compile: compilation failed on {who}")
 
 
+def _optimizer_structure(optimizer):
+    """What of an optimizer's param groups shapes the compiled program: the
+    parameters of each group and the options that add or remove terms.
+    Float values (lr, momentum, betas, eps, weight decay) are read on every
+    call instead (an LR scheduler changes them without recompiling); a
+    change of what is here compiles a new program."""
+    groups = []
+    for g in optimizer.param_groups:
+        groups.append((
+            tuple(id(p) for p in g["params"]),
+            float(g.get("momentum", 0.0)) != 0.0,
+            float(g.get("weight_decay", 0.0)) != 0.0,
+            bool(g.get("nesterov", False)),
+            bool(g.get("amsgrad", False)),
+            bool(g.get("maximize", False)),
+            bool(g.get("decoupled_weight_decay", False)),
+            g.get("foreach"), g.get("fused"),
+        ))
+    return type(optimizer).__name__, tuple(groups)
+
+
 class CompiledStep:
     def __init__(self, fn, module_override, passes, parallel):
         self.fn = fn
@@ -129,7 +150,9 @@ class CompiledStep:
             if isinstance(leaf, torch.Tensor):
                 key.append(("T", tuple(leaf.shape), leaf.dtype,
                             getattr(leaf, "_spmd_placement", None)))
-            elif isinstance(leaf, (torch.nn.Module, torch.optim.Optimizer)):
+            elif isinstance(leaf, torch.optim.Optimizer):
+                key.append(("O", id(leaf), _optimizer_structure(leaf)))
+            elif isinstance(leaf, torch.nn.Module):
                 key.append(("O", id(leaf)))
             else:
                 key.append(("C", repr(leaf)))

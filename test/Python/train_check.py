@@ -101,7 +101,7 @@ def data(case, gen):
         return (torch.randint(0, 16, (GLOBAL_BATCH, 6), generator=gen),
                 torch.randint(0, 3, (GLOBAL_BATCH,), generator=gen))
     if case in ("mlp_sgd", "groups", "sgd_options", "adam_options",
-                "adamw_amsgrad", "resume"):
+                "adamw_amsgrad", "resume") or case in SCHEDULED:
         return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
                 torch.randn(GLOBAL_BATCH, 4, generator=gen))
     if case == "norm_adam":
@@ -113,8 +113,68 @@ def data(case, gen):
     raise SystemExit(f"unknown case {case}")
 
 
+def warmup_cosine(warmup=2, total=8):
+    """LambdaLR factor: linear warmup, then cosine decay (nanoGPT's)."""
+    import math
+
+    def factor(step):
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total - warmup))
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+    return factor
+
+
+def manual_lr(opt, step, case="manual"):
+    """What a hand-written loop does between steps: set the options."""
+    if case == "structural":
+        if step == 2:
+            opt.param_groups[0]["momentum"] = 0.9
+        return
+    for g in opt.param_groups:
+        g["lr"] = 0.1 / (step + 1)
+        g["weight_decay"] = 0.01 * (step + 1)
+        g["momentum"] = 0.9 - 0.1 * (step % 3)
+
+
+# Cases whose float options change between steps: the model, optimizer and
+# what runs after every step (a scheduler, or manual changes).
+SCHEDULED = {
+    "steplr": lambda m: (
+        torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, foreach=True),
+        lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2,
+                                                    gamma=0.5)),
+    "warmup_cosine": lambda m: (
+        torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.05,
+                          foreach=True),
+        lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine())),
+    "onecycle_sgd": lambda m: (
+        torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, dampening=0.1,
+                        foreach=True),
+        lambda opt: torch.optim.lr_scheduler.OneCycleLR(
+            opt, max_lr=0.2, total_steps=8, cycle_momentum=True)),
+    "onecycle_adam": lambda m: (
+        torch.optim.Adam(m.parameters(), lr=1e-2, weight_decay=0.01,
+                         foreach=True),
+        lambda opt: torch.optim.lr_scheduler.OneCycleLR(
+            opt, max_lr=5e-2, total_steps=8, cycle_momentum=True)),
+    "manual": lambda m: (
+        torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9,
+                        weight_decay=0.01, foreach=True),
+        None),
+    # Momentum switched on after step 2: a structural change, so a second
+    # program (with momentum buffers) is compiled.
+    "structural": lambda m: (
+        torch.optim.SGD(m.parameters(), lr=0.1, foreach=True), None),
+}
+
+
 def setup(case):
     torch.manual_seed(0)
+    if case in SCHEDULED:
+        model = MLP()
+        opt, _ = SCHEDULED[case](model)
+        return model, opt, nn.MSELoss()
     if case == "mlp_sgd":
         model = MLP()
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
@@ -191,6 +251,17 @@ def main():
     ref_model, ref_opt, _ = setup(args.case)  # same seed: same parameters
 
     train_step = spmd.compile()(make_step(loss_fn))
+    # After every step: the case's scheduler (or manual changes), on both
+    # optimizers alike.
+    after_step = []
+    if args.case in SCHEDULED:
+        make = SCHEDULED[args.case](model)[1]
+        if make is None:
+            after_step = [lambda step, o=o: manual_lr(o, step, args.case)
+                          for o in (opt, ref_opt)]
+        else:
+            after_step = [lambda step, s=make(o): s.step()
+                          for o in (opt, ref_opt)]
 
     def eager_step(x, y):
         loss = loss_fn(ref_model(x), y)
@@ -230,11 +301,17 @@ def main():
         name, diff = max(diffs.items(), key=lambda kv: kv[1])
         worst = max(worst, diff)
         if rank == 0:
+            lr = opt.param_groups[0]["lr"]
             print(f"step {step}: loss {loss.item():.6f} eager "
                   f"{ref.item():.6f}; max |diff| {diff:.1e} ({name}, "
-                  f"{len(diffs)} tensors)")
+                  f"{len(diffs)} tensors); lr {lr:.4g}")
+        for hook in after_step:
+            hook(step)
     ok = worst <= args.tol
     if rank == 0:
+        if after_step:
+            # Changing float options never recompiles.
+            print(f"programs compiled: {len(train_step.cache)}")
         print(f"{args.case}: {'OK' if ok else 'MISMATCH'} max deviation "
               f"{worst:.1e} over {args.steps} steps on {world} ranks")
     sys.exit(0 if ok else 1)

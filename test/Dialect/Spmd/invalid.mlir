@@ -333,7 +333,7 @@ func.func @foreach_c3(%a: tensor<4xf32>, %b: tensor<2xf32>, %c: tensor<3xf32>, %
 
 func.func @sgd_c1(%p: tensor<4xf32>, %g: tensor<8xf32>) {
   // expected-error @+1 {{'spmd.sgd' op grads #0 has type 'tensor<8xf32>', expected 'tensor<4xf32>' (the type of param #0)}}
-  %0 = "spmd.sgd"(%p, %g) <{lr = 0.1 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+  %0 = "spmd.sgd"(%p, %g) <{lr = 0.1 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
   return
 }
 
@@ -341,7 +341,7 @@ func.func @sgd_c1(%p: tensor<4xf32>, %g: tensor<8xf32>) {
 
 func.func @sgd_c1_count(%p: tensor<4xf32>, %q: tensor<4xf32>, %g: tensor<4xf32>) {
   // expected-error @+1 {{'spmd.sgd' op has 2 params but 1 grads}}
-  %0:2 = "spmd.sgd"(%p, %q, %g) <{lr = 0.1 : f64, operandSegmentSizes = array<i32: 2, 1, 0, 0>}> : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %0:2 = "spmd.sgd"(%p, %q, %g) <{lr = 0.1 : f64, operandSegmentSizes = array<i32: 2, 1, 0, 0, 0>}> : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -389,7 +389,7 @@ func.func @sgd_param_float(%p: tensor<4xi32>, %g: tensor<4xi32>) {
 
 func.func @adam_c1(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>) {
   // expected-error @+1 {{'spmd.adam' op has 1 params but 0 steps}}
-  %0:3 = "spmd.adam"(%p, %g, %m, %v) <{lr = 1.0e-3 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %0:3 = "spmd.adam"(%p, %g, %m, %v) <{lr = 1.0e-3 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>}> : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -414,6 +414,82 @@ func.func @adam_c2_eps(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, 
 func.func @adam_c3(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %t: tensor<f32>) {
   // expected-error @+1 {{'spmd.adam' op has 1 params but 0 max_exp_avg_sqs}}
   %0:4 = spmd.adam params [%p] grads [%g] exp_avgs [%m] exp_avg_sqs [%v] steps [%t] {lr = 1.0e-3 : f64, amsgrad} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_c5_unknown(%p: tensor<4xf32>, %g: tensor<4xf32>, %x: tensor<f64>) {
+  // expected-error @+1 {{'spmd.sgd' op has no float option 'beta1' to take at run time (expected one of: lr, momentum, dampening, weight_decay)}}
+  %0 = spmd.sgd params [%p] grads [%g] hyperparams(lr = %x, beta1 = %x) : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_c5_twice(%p: tensor<4xf32>, %g: tensor<4xf32>, %x: tensor<f64>) {
+  // expected-error @+1 {{'spmd.sgd' op takes hyperparam 'lr' twice}}
+  %0 = spmd.sgd params [%p] grads [%g] hyperparams(lr = %x, lr = %x) : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_c5_both(%p: tensor<4xf32>, %g: tensor<4xf32>, %x: tensor<f64>) {
+  // expected-error @+1 {{'spmd.sgd' op takes 'lr' both as an attribute and at run time}}
+  %0 = spmd.sgd params [%p] grads [%g] hyperparams(lr = %x) {lr = 0.1 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_c5_no_lr(%p: tensor<4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'spmd.sgd' op needs lr, as an attribute or a hyperparam}}
+  %0 = spmd.sgd params [%p] grads [%g] : tensor<4xf32>
+  return
+}
+
+// -----
+
+// A run-time momentum means momentum is on: buffers and a step are needed.
+func.func @sgd_c5_momentum(%p: tensor<4xf32>, %g: tensor<4xf32>, %x: tensor<f64>) {
+  // expected-error @+1 {{'spmd.sgd' op with momentum needs a step counter}}
+  %0 = spmd.sgd params [%p] grads [%g] hyperparams(lr = %x, momentum = %x) : tensor<4xf32>
+  return
+}
+
+// -----
+
+// nesterov needs dampening to be a known zero.
+func.func @sgd_c3_runtime_dampening(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %s: tensor<f32>, %x: tensor<f64>) {
+  // expected-error @+1 {{'spmd.sgd' op nesterov momentum needs a momentum and zero dampening}}
+  %0:3 = spmd.sgd params [%p] grads [%g] momentum_buffers [%b] step %s hyperparams(lr = %x, momentum = %x, dampening = %x) {nesterov} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adam_c4_both(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %t: tensor<f32>, %x: tensor<f64>) {
+  // expected-error @+1 {{'spmd.adam' op takes 'beta1' both as an attribute and at run time}}
+  %0:4 = spmd.adam params [%p] grads [%g] exp_avgs [%m] exp_avg_sqs [%v] steps [%t] hyperparams(beta1 = %x) {lr = 1.0e-3 : f64, beta1 = 0.8 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adam_c4_unknown(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %t: tensor<f32>, %x: tensor<f64>) {
+  // expected-error @+1 {{'spmd.adam' op has no float option 'momentum' to take at run time (expected one of: lr, beta1, beta2, eps, weight_decay)}}
+  %0:4 = spmd.adam params [%p] grads [%g] exp_avgs [%m] exp_avg_sqs [%v] steps [%t] hyperparams(momentum = %x) {lr = 1.0e-3 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Run-time float options are tensor<f64> (Python floats).
+// expected-note @+1 {{prior use here}}
+func.func @hyperparam_type(%p: tensor<4xf32>, %g: tensor<4xf32>, %x: tensor<f32>) {
+  // expected-error @+1 {{use of value '%x' expects different type than prior uses: 'tensor<f64>' vs 'tensor<f32>'}}
+  %0 = spmd.sgd params [%p] grads [%g] hyperparams(lr = %x) : tensor<4xf32>
   return
 }
 

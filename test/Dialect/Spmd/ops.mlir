@@ -140,6 +140,20 @@ func.func @optimizers(%p: tensor<16xf32>, %q: tensor<4x4xf32>, %st: tensor<f32>,
   return
 }
 
+// Float options read at run time (an LR scheduler's lr, OneCycleLR's
+// momentum / beta1) print as hyperparams(...), not as attributes.
+// CHECK-LABEL: func.func @runtime_hyperparams
+// CHECK-SAME: (%[[P:.*]]: tensor<16xf32>, %[[S:.*]]: tensor<f32>, %[[LR:.*]]: tensor<f64>, %[[M:.*]]: tensor<f64>)
+func.func @runtime_hyperparams(%p: tensor<16xf32>, %st: tensor<f32>, %lr: tensor<f64>, %m: tensor<f64>) {
+  // CHECK: spmd.sgd params [%[[P]]] grads [%[[P]]] momentum_buffers [%[[P]]] step %[[S]] hyperparams(lr = %[[LR]], momentum = %[[M]]) {nesterov} : tensor<16xf32>
+  %0:3 = spmd.sgd params [%p] grads [%p] momentum_buffers [%p] step %st hyperparams(lr = %lr, momentum = %m) {nesterov} : tensor<16xf32>
+  // CHECK: spmd.sgd params [%[[P]]] grads [%[[P]]] hyperparams(lr = %[[LR]]) : tensor<16xf32>
+  %1 = spmd.sgd params [%p] grads [%p] hyperparams(lr = %lr) : tensor<16xf32>
+  // CHECK: spmd.adam params [%[[P]]] grads [%[[P]]] exp_avgs [%[[P]]] exp_avg_sqs [%[[P]]] steps [%[[S]]] hyperparams(lr = %[[LR]], beta1 = %[[M]]) {eps = 9.9999999999999995E-7 : f64} : tensor<16xf32>
+  %2:4 = spmd.adam params [%p] grads [%p] exp_avgs [%p] exp_avg_sqs [%p] steps [%st] hyperparams(lr = %lr, beta1 = %m) {eps = 1.0e-6} : tensor<16xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @state
 func.func @state() {
   // CHECK: %[[W:.*]] = spmd.load @fc.weight : tensor<16x8xf32>

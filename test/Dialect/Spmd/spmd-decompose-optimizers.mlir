@@ -95,3 +95,44 @@ func.func @adamw_amsgrad_maximize(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tens
   %r:5 = spmd.adam params [%p] grads [%g] exp_avgs [%m] exp_avg_sqs [%v] max_exp_avg_sqs [%x] steps [%s] {lr = 1.0e-2 : f64, weight_decay = 1.0e-2 : f64, amsgrad, maximize, decoupled_weight_decay} : tensor<4xf32>
   return %r#0 : tensor<4xf32>
 }
+
+// -----
+
+// Run-time float options are read from their tensor<f64> where torch uses
+// them: -lr for the update, momentum for the buffer, 1 - dampening.
+// CHECK-LABEL: func.func @sgd_runtime
+// CHECK-SAME: (%[[P:.*]]: tensor<4xf32>, %[[G:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>, %[[S:.*]]: tensor<f32>, %[[LR:.*]]: tensor<f64>, %[[M:.*]]: tensor<f64>, %[[D:.*]]: tensor<f64>)
+// CHECK: %[[MV:.*]] = tensor.extract %[[M]][] : tensor<f64>
+// CHECK: %[[BS:.*]] = arith.select %{{.*}}, %{{.*}}, %[[MV]] : f64
+// CHECK: %[[DV:.*]] = tensor.extract %[[D]][] : tensor<f64>
+// CHECK: %[[KEEP:.*]] = arith.subf %{{.*}}, %[[DV]] : f64
+// CHECK: %[[GS:.*]] = arith.select %{{.*}}, %{{.*}}, %[[KEEP]] : f64
+// CHECK: %[[LRV:.*]] = tensor.extract %[[LR]][] : tensor<f64>
+// CHECK: %[[NEGLR:.*]] = arith.negf %[[LRV]] : f64
+// CHECK: spmd.foreach_add [%[[P]]], [%{{.*}}] alpha [%[[NEGLR]]]
+// CHECK-NOT: spmd.sgd
+func.func @sgd_runtime(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %s: tensor<f32>, %lr: tensor<f64>, %m: tensor<f64>, %d: tensor<f64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<f32>) {
+  %r:3 = spmd.sgd params [%p] grads [%g] momentum_buffers [%b] step %s hyperparams(lr = %lr, momentum = %m, dampening = %d) : tensor<4xf32>
+  return %r#0, %r#1, %r#2 : tensor<4xf32>, tensor<4xf32>, tensor<f32>
+}
+
+// -----
+
+// AdamW with run-time lr, beta1 and weight decay: 1 - lr * wd, 1 - beta1
+// and beta1 ** t are computed from the values of this call.
+// CHECK-LABEL: func.func @adamw_runtime
+// CHECK-SAME: %[[LR:[^:]*]]: tensor<f64>, %[[B1:[^:]*]]: tensor<f64>, %[[WD:[^:]*]]: tensor<f64>)
+// CHECK: %[[LRV:.*]] = tensor.extract %[[LR]][] : tensor<f64>
+// CHECK: %[[WDV:.*]] = tensor.extract %[[WD]][] : tensor<f64>
+// CHECK: %[[PROD:.*]] = arith.mulf %[[LRV]], %[[WDV]] : f64
+// CHECK: %[[SHRINK:.*]] = arith.subf %{{.*}}, %[[PROD]] : f64
+// CHECK: spmd.foreach_mul_scalar [%{{.*}}] scalar [%[[SHRINK]]]
+// CHECK: %[[B1V:.*]] = tensor.extract %[[B1]][] : tensor<f64>
+// CHECK: %[[W:.*]] = arith.subf %{{.*}}, %[[B1V]] : f64
+// CHECK: spmd.foreach_lerp [%{{.*}}], [%{{.*}}] weight [%[[W]]]
+// CHECK: math.powf %{{.*}}, %{{.*}} : f64
+// CHECK-NOT: spmd.adam
+func.func @adamw_runtime(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %t: tensor<f32>, %lr: tensor<f64>, %b1: tensor<f64>, %wd: tensor<f64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) {
+  %r:4 = spmd.adam params [%p] grads [%g] exp_avgs [%m] exp_avg_sqs [%v] steps [%t] hyperparams(lr = %lr, beta1 = %b1, weight_decay = %wd) {decoupled_weight_decay} : tensor<4xf32>
+  return %r#0, %r#1, %r#2, %r#3 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>
+}

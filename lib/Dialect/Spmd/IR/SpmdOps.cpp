@@ -218,6 +218,57 @@ static void printAdamTypes(OpAsmPrinter &printer, Operation *, TypeRange params,
   llvm::interleaveComma(params, printer);
 }
 
+/// `hyperparams(lr = %a, momentum = %b)`: run-time float options of an
+/// optimizer, each a `tensor<f64>`; nothing when there are none.
+static ParseResult
+parseHyperparams(OpAsmParser &parser,
+                 SmallVectorImpl<OpAsmParser::UnresolvedOperand> &values,
+                 SmallVectorImpl<Type> &types, ArrayAttr &names) {
+  if (failed(parser.parseOptionalKeyword("hyperparams")))
+    return success();
+  SmallVector<Attribute> nameList;
+  Type f64Tensor =
+      RankedTensorType::get({}, parser.getBuilder().getF64Type());
+  auto parseOne = [&]() -> ParseResult {
+    std::string name;
+    OpAsmParser::UnresolvedOperand value;
+    if (parser.parseKeywordOrString(&name) || parser.parseEqual() ||
+        parser.parseOperand(value))
+      return failure();
+    nameList.push_back(parser.getBuilder().getStringAttr(name));
+    values.push_back(value);
+    types.push_back(f64Tensor);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Paren, parseOne))
+    return failure();
+  names = parser.getBuilder().getArrayAttr(nameList);
+  return success();
+}
+
+static void printHyperparams(OpAsmPrinter &printer, Operation *,
+                             OperandRange values, TypeRange, ArrayAttr names) {
+  if (values.empty() || !names)
+    return;
+  printer << "hyperparams(";
+  llvm::interleaveComma(llvm::zip(names, values), printer, [&](auto pair) {
+    printer << cast<StringAttr>(std::get<0>(pair)).getValue() << " = "
+            << std::get<1>(pair);
+  });
+  printer << ")";
+}
+
+/// The operand named `name` in `hyperparams(...)`, or null.
+static Value lookupHyperparam(ArrayAttr names, OperandRange values,
+                              StringRef name) {
+  if (!names)
+    return {};
+  for (auto [n, v] : llvm::zip(names, values))
+    if (cast<StringAttr>(n).getValue() == name)
+      return v;
+  return {};
+}
+
 //===----------------------------------------------------------------------===//
 // MeshOp
 //===----------------------------------------------------------------------===//
@@ -828,24 +879,108 @@ static LogicalResult verifyHyper(Operation *op, StringRef name, APFloat value,
   return diag;
 }
 
+/// Checks the run-time float options (sgd_c5 / adam_c4): one name per
+/// value, each a float option of the op, given once, and not also set as an
+/// attribute (a default-valued one must keep its default); `lr` is given
+/// one way or the other.
+struct FloatOption {
+  StringRef name;
+  /// The attribute's default; nullopt for an optional attribute (lr).
+  std::optional<double> defaultValue;
+};
+
+static LogicalResult verifyHyperparams(Operation *op, ArrayAttr names,
+                                       OperandRange values,
+                                       ArrayRef<FloatOption> known) {
+  size_t count = names ? names.size() : 0;
+  if (count != values.size())
+    return op->emitOpError() << "has " << values.size()
+                             << " hyperparams but " << count
+                             << " hyperparam_names";
+  llvm::SmallDenseSet<StringRef> seen;
+  for (Attribute attr : names ? names.getValue() : ArrayRef<Attribute>()) {
+    StringRef name = cast<StringAttr>(attr).getValue();
+    const FloatOption *option = llvm::find_if(
+        known, [&](const FloatOption &o) { return o.name == name; });
+    if (option == known.end()) {
+      InFlightDiagnostic diag = op->emitOpError()
+                                << "has no float option '" << name
+                                << "' to take at run time (expected one of: ";
+      llvm::interleaveComma(known, diag,
+                            [&](const FloatOption &o) { diag << o.name; });
+      return diag << ")";
+    }
+    if (!seen.insert(name).second)
+      return op->emitOpError() << "takes hyperparam '" << name << "' twice";
+    auto set = dyn_cast_or_null<FloatAttr>(op->getAttr(name));
+    if (set && (!option->defaultValue ||
+                set.getValueAsDouble() != *option->defaultValue))
+      return op->emitOpError() << "takes '" << name
+                               << "' both as an attribute and at run time";
+  }
+  if (!op->getAttr("lr") && !seen.contains("lr"))
+    return op->emitOpError("needs lr, as an attribute or a hyperparam");
+  return success();
+}
+
+/// The attribute of `name` unless the option is a run-time value.
+static std::optional<APFloat> staticHyper(Operation *op, ArrayAttr names,
+                                          OperandRange values,
+                                          StringRef name) {
+  if (lookupHyperparam(names, values, name))
+    return std::nullopt;
+  auto attr = dyn_cast_or_null<FloatAttr>(op->getAttr(name));
+  if (!attr)
+    return std::nullopt;
+  return attr.getValue();
+}
+
+/// verifyHyper for an option that may be a run-time value (then checked by
+/// the host, as torch checks it at construction).
+static LogicalResult verifyStaticHyper(Operation *op, ArrayAttr names,
+                                       OperandRange values, StringRef name,
+                                       double lo,
+                                       std::optional<double> hi = {}) {
+  std::optional<APFloat> value = staticHyper(op, names, values, name);
+  return value ? verifyHyper(op, name, *value, lo, hi) : success();
+}
+
+Value SGDOp::getHyperparam(StringRef name) {
+  return lookupHyperparam(getHyperparamNamesAttr(), getHyperparams(), name);
+}
+
+Value AdamOp::getHyperparam(StringRef name) {
+  return lookupHyperparam(getHyperparamNamesAttr(), getHyperparams(), name);
+}
+
 LogicalResult SGDOp::verify() {
   Operation *op = getOperation();
   // sgd_c1
   if (failed(verifyParams(op, getParams())) ||
       failed(verifyParamList(op, "grads", getParams(), getGrads())))
     return failure();
-  // sgd_c2
-  if (failed(verifyHyper(op, "lr", getLrAttr().getValue(), 0.0)) ||
-      failed(verifyHyper(op, "momentum", getMomentumAttr().getValue(), 0.0)) ||
-      failed(verifyHyper(op, "dampening", getDampeningAttr().getValue(),
-                         -INFINITY)) ||
-      failed(verifyHyper(op, "weight_decay", getWeightDecayAttr().getValue(),
-                         0.0)))
+  // sgd_c5
+  ArrayAttr names = getHyperparamNamesAttr();
+  OperandRange values = getHyperparams();
+  if (failed(verifyHyperparams(op, names, values,
+                               {{"lr", std::nullopt},
+                                {"momentum", 0.0},
+                                {"dampening", 0.0},
+                                {"weight_decay", 0.0}})))
     return failure();
-  // sgd_c3
-  double momentum = getMomentum().convertToDouble();
+  // sgd_c2
+  if (failed(verifyStaticHyper(op, names, values, "lr", 0.0)) ||
+      failed(verifyStaticHyper(op, names, values, "momentum", 0.0)) ||
+      failed(
+          verifyStaticHyper(op, names, values, "dampening", -INFINITY)) ||
+      failed(verifyStaticHyper(op, names, values, "weight_decay", 0.0)))
+    return failure();
+  // sgd_c3: a run-time momentum is on; dampening must be a known zero.
+  bool runtimeMomentum = bool(getHyperparam("momentum"));
+  double momentum = runtimeMomentum ? 1.0 : getMomentum().convertToDouble();
   if (getNesterov() &&
-      (momentum <= 0.0 || getDampening().convertToDouble() != 0.0))
+      (momentum <= 0.0 || getHyperparam("dampening") ||
+       getDampening().convertToDouble() != 0.0))
     return emitOpError("nesterov momentum needs a momentum and zero dampening");
   // sgd_c4
   if (momentum != 0.0) {
@@ -894,13 +1029,22 @@ LogicalResult AdamOp::verify() {
   if (getSteps().size() != getParams().size())
     return emitOpError() << "has " << getParams().size() << " params but "
                          << getSteps().size() << " steps";
+  // adam_c4
+  ArrayAttr names = getHyperparamNamesAttr();
+  OperandRange values = getHyperparams();
+  if (failed(verifyHyperparams(op, names, values,
+                               {{"lr", std::nullopt},
+                                {"beta1", 0.9},
+                                {"beta2", 0.999},
+                                {"eps", 1.0e-8},
+                                {"weight_decay", 0.0}})))
+    return failure();
   // adam_c2
-  if (failed(verifyHyper(op, "lr", getLrAttr().getValue(), 0.0)) ||
-      failed(verifyHyper(op, "eps", getEpsAttr().getValue(), 0.0)) ||
-      failed(verifyHyper(op, "beta1", getBeta1Attr().getValue(), 0.0, 1.0)) ||
-      failed(verifyHyper(op, "beta2", getBeta2Attr().getValue(), 0.0, 1.0)) ||
-      failed(verifyHyper(op, "weight_decay", getWeightDecayAttr().getValue(),
-                         0.0)))
+  if (failed(verifyStaticHyper(op, names, values, "lr", 0.0)) ||
+      failed(verifyStaticHyper(op, names, values, "eps", 0.0)) ||
+      failed(verifyStaticHyper(op, names, values, "beta1", 0.0, 1.0)) ||
+      failed(verifyStaticHyper(op, names, values, "beta2", 0.0, 1.0)) ||
+      failed(verifyStaticHyper(op, names, values, "weight_decay", 0.0)))
     return failure();
   // adam_c3
   if (getAmsgrad())

@@ -74,6 +74,41 @@ public:
     return arith::ExtFOp::create(b, loc, b.getF64Type(), item);
   }
 
+  /// A float option: an attribute's value, or (`hyperparams(...)`) a
+  /// `tensor<f64>` read on every call.
+  struct Option {
+    Value runtime;
+    double value;
+  };
+  /// The option as a Python float where it is used (a constant, or the
+  /// run-time value).
+  Value get(Option o) { return o.runtime ? itemF64(o.runtime) : f64(o.value); }
+  /// 1 - o.
+  Value oneMinus(Option o) {
+    if (!o.runtime)
+      return f64(1.0 - o.value);
+    // One op per statement: argument evaluation order is the compiler's.
+    Value one = f64(1.0);
+    Value value = itemF64(o.runtime);
+    return arith::SubFOp::create(b, loc, one, value);
+  }
+  /// -o.
+  Value negated(Option o) {
+    if (!o.runtime)
+      return f64(-o.value);
+    return arith::NegFOp::create(b, loc, itemF64(o.runtime));
+  }
+  /// 1 - x * y.
+  Value oneMinusProduct(Option x, Option y) {
+    if (!x.runtime && !y.runtime)
+      return f64(1.0 - x.value * y.value);
+    Value one = f64(1.0);
+    Value xValue = get(x);
+    Value yValue = get(y);
+    Value product = arith::MulFOp::create(b, loc, xValue, yValue);
+    return arith::SubFOp::create(b, loc, one, product);
+  }
+
   OpBuilder &b;
   Location loc;
 
@@ -87,36 +122,45 @@ private:
 void decompose(SGDOp op) {
   OpBuilder b(op);
   ForeachBuilder fe(b, op.getLoc());
-  double lr = op.getLr().convertToDouble();
-  double momentum = op.getMomentum().convertToDouble();
-  double dampening = op.getDampening().convertToDouble();
-  double weightDecay = op.getWeightDecay().convertToDouble();
+  using Option = ForeachBuilder::Option;
+  Option lr{op.getHyperparam("lr"),
+            op.getLr() ? op.getLr()->convertToDouble() : 0.0};
+  Option momentum{op.getHyperparam("momentum"),
+                  op.getMomentum().convertToDouble()};
+  Option dampening{op.getHyperparam("dampening"),
+                   op.getDampening().convertToDouble()};
+  Option weightDecay{op.getHyperparam("weight_decay"),
+                     op.getWeightDecay().convertToDouble()};
 
   Values params(op.getParams()), grads(op.getGrads());
   Values bufs(op.getMomentumBuffers());
   if (op.getMaximize())
     grads = fe.neg(grads);
-  if (weightDecay != 0.0)
-    grads = fe.add(grads, params, fe.f64(weightDecay));
+  // Whether weight decay and momentum are on is structural; a run-time
+  // value means on (sgd_c4, sgd_c5).
+  if (weightDecay.runtime || weightDecay.value != 0.0)
+    grads = fe.add(grads, params, fe.get(weightDecay));
 
   Value newStep;
-  if (momentum != 0.0) {
+  if (momentum.runtime || momentum.value != 0.0) {
     // torch: a missing buffer becomes clone(grad); otherwise
     // buf = momentum * buf + (1 - dampening) * grad. With (0, 1) as the
     // coefficients on step 0 both are the same foreach ops.
     Value step = op.getStep();
     Value first = arith::CmpFOp::create(b, fe.loc, arith::CmpFPredicate::OEQ,
                                         fe.itemF64(step), fe.f64(0.0));
-    Value bufScale = arith::SelectOp::create(b, fe.loc, first, fe.f64(0.0),
-                                             fe.f64(momentum));
-    Value gradScale = arith::SelectOp::create(b, fe.loc, first, fe.f64(1.0),
-                                              fe.f64(1.0 - dampening));
+    Value zero = fe.f64(0.0);
+    Value bufScale =
+        arith::SelectOp::create(b, fe.loc, first, zero, fe.get(momentum));
+    Value one = fe.f64(1.0);
+    Value gradScale = arith::SelectOp::create(b, fe.loc, first, one,
+                                              fe.oneMinus(dampening));
     bufs = fe.mulScalar(bufs, bufScale);
     bufs = fe.add(bufs, grads, gradScale);
-    grads = op.getNesterov() ? fe.add(grads, bufs, fe.f64(momentum)) : bufs;
+    grads = op.getNesterov() ? fe.add(grads, bufs, fe.get(momentum)) : bufs;
     newStep = fe.addScalar(step, fe.f64(1.0)).front();
   }
-  params = fe.add(params, grads, fe.f64(-lr));
+  params = fe.add(params, grads, fe.negated(lr));
 
   Values replacements = params;
   llvm::append_range(replacements, bufs);
@@ -131,11 +175,14 @@ void decompose(SGDOp op) {
 void decompose(AdamOp op) {
   OpBuilder b(op);
   ForeachBuilder fe(b, op.getLoc());
-  double lr = op.getLr().convertToDouble();
-  double beta1 = op.getBeta1().convertToDouble();
-  double beta2 = op.getBeta2().convertToDouble();
-  double eps = op.getEps().convertToDouble();
-  double weightDecay = op.getWeightDecay().convertToDouble();
+  using Option = ForeachBuilder::Option;
+  Option lr{op.getHyperparam("lr"),
+            op.getLr() ? op.getLr()->convertToDouble() : 0.0};
+  Option beta1{op.getHyperparam("beta1"), op.getBeta1().convertToDouble()};
+  Option beta2{op.getHyperparam("beta2"), op.getBeta2().convertToDouble()};
+  Option eps{op.getHyperparam("eps"), op.getEps().convertToDouble()};
+  Option weightDecay{op.getHyperparam("weight_decay"),
+                     op.getWeightDecay().convertToDouble()};
 
   Values params(op.getParams()), grads(op.getGrads());
   Values expAvgs(op.getExpAvgs()), expAvgSqs(op.getExpAvgSqs());
@@ -144,21 +191,21 @@ void decompose(AdamOp op) {
   if (op.getMaximize())
     grads = fe.neg(grads);
   steps = fe.addScalar(steps, fe.f64(1.0));
-  if (weightDecay != 0.0) {
+  if (weightDecay.runtime || weightDecay.value != 0.0) {
     if (op.getDecoupledWeightDecay())
-      params = fe.mulScalar(params, fe.f64(1.0 - lr * weightDecay));
+      params = fe.mulScalar(params, fe.oneMinusProduct(lr, weightDecay));
     else
-      grads = fe.add(grads, params, fe.f64(weightDecay));
+      grads = fe.add(grads, params, fe.get(weightDecay));
   }
-  expAvgs = fe.lerp(expAvgs, grads, fe.f64(1.0 - beta1));
-  expAvgSqs = fe.mulScalar(expAvgSqs, fe.f64(beta2));
-  expAvgSqs = fe.addcmul(expAvgSqs, grads, grads, fe.f64(1.0 - beta2));
+  expAvgs = fe.lerp(expAvgs, grads, fe.oneMinus(beta1));
+  expAvgSqs = fe.mulScalar(expAvgSqs, fe.get(beta2));
+  expAvgSqs = fe.addcmul(expAvgSqs, grads, grads, fe.oneMinus(beta2));
 
   // Per-parameter Python floats from the (incremented) step counters.
   Values stepSizes, biasCorrection2Sqrts;
   Value one = fe.f64(1.0), half = fe.f64(0.5), minusOne = fe.f64(-1.0);
-  Value beta1Value = fe.f64(beta1), beta2Value = fe.f64(beta2);
-  Value lrValue = fe.f64(lr);
+  Value beta1Value = fe.get(beta1), beta2Value = fe.get(beta2);
+  Value lrValue = fe.get(lr);
   for (Value step : steps) {
     Value t = fe.itemF64(step);
     Value bc1 = arith::SubFOp::create(
@@ -179,7 +226,7 @@ void decompose(AdamOp op) {
     denom = fe.sqrt(expAvgSqs);
   }
   denom = fe.divScalar(denom, biasCorrection2Sqrts);
-  denom = fe.addScalar(denom, fe.f64(eps));
+  denom = fe.addScalar(denom, fe.get(eps));
   params = fe.addcdiv(params, expAvgs, denom, stepSizes);
 
   Values replacements = params;

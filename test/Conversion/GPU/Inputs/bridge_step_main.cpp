@@ -9,7 +9,9 @@
 //
 // Shapes and types come from macros: ROWS (global batch), XC (features per
 // row, 0 for 1-D), X_I64 / X_RANGE (integer inputs in [0, X_RANGE)), YC,
-// Y_I64, Y_RANGE likewise. All state is f32.
+// Y_I64, Y_RANGE likewise. All state is f32 but the optimizer's run-time
+// float options (`optimizer.param_groups.G.lr`, ...: f64), which are set to
+// typical values and not compared.
 //
 //   bridge_step_cpu OUT.txt         bridge_step_gpu REF.txt
 #include "../../../../bench/gpu/StepDriver.h"
@@ -66,6 +68,28 @@ static void *input(int64_t rows, int64_t first, int64_t cols, bool isInt,
   return d;
 }
 
+/// The value of a run-time optimizer option (an f64 state named
+/// `optimizer.param_groups.G.<option>`), or a negative number for other
+/// state.
+static double hyperparam(const std::string &name) {
+  if (name.find("optimizer.param_groups.") == std::string::npos)
+    return -1;
+  std::string option = name.substr(name.rfind('.') + 1);
+  if (option == "lr")
+    return 0.01;
+  if (option == "momentum" || option == "beta1")
+    return 0.9;
+  if (option == "dampening")
+    return 0.0;
+  if (option == "weight_decay")
+    return 0.01;
+  if (option == "beta2")
+    return 0.999;
+  if (option == "eps")
+    return 1e-8;
+  return -1;
+}
+
 static bool startsAtZero(const std::string &name) {
   for (const char *z :
        {".exp_avg", ".step", "output.", "momentum_buffer", ".max_exp_avg_sq"})
@@ -87,6 +111,10 @@ int main(int argc, char **argv) {
     std::string name = spmdStateName(s);
     int64_t bytes = 0;
     int64_t data = spmdStateData(name.c_str(), &bytes);
+    if (double value = hyperparam(name); value >= 0) {
+      copy(reinterpret_cast<void *>(data), &value, sizeof(value));
+      continue;
+    }
     states[name] = {data, bytes};
     std::vector<float> v(size_t(bytes / 4), 0.0f);
     if (!startsAtZero(name)) {

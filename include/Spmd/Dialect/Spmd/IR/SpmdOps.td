@@ -468,11 +468,22 @@ def Spmd_SGDOp : Spmd_Op<"sgd", [
     the same. The results are the new parameters, then the new momentum
     buffers, then the new step counter.
 
+    Float options a training loop changes (an LR scheduler, OneCycleLR's
+    momentum) are run-time values: `hyperparams(lr = %lr, momentum = %m)`
+    gives them as `tensor<f64>` operands read on every call, in place of the
+    attribute of the same name (`lr`, `momentum`, `dampening`,
+    `weight_decay`). What decides the op's structure stays an attribute: a
+    run-time `momentum` means momentum is on (buffers and a step counter), a
+    run-time `weight_decay` that the decay is applied, and `nesterov` needs a
+    compile-time zero `dampening`.
+
     ```mlir
     %p0, %p1, %b0, %b1, %s = spmd.sgd params [%w, %v] grads [%gw, %gv]
         momentum_buffers [%bw, %bv] step %st
         {lr = 1.0e-01, momentum = 9.0e-01, nesterov}
         : tensor<16x8xf32>, tensor<8xf32>
+    %q, %c, %t = spmd.sgd params [%w] grads [%gw] momentum_buffers [%bw]
+        step %st hyperparams(lr = %lr, momentum = %m) : tensor<16x8xf32>
     ```
   }];
   let arguments = (ins
@@ -480,7 +491,9 @@ def Spmd_SGDOp : Spmd_Op<"sgd", [
     Variadic<AnyRankedTensor>:$grads,
     Variadic<AnyRankedTensor>:$momentum_buffers,
     Optional<0DTensorOf<[F32]>>:$step,
-    F64Attr:$lr,
+    Variadic<0DTensorOf<[F64]>>:$hyperparams,
+    OptionalAttr<StrArrayAttr>:$hyperparam_names,
+    OptionalAttr<F64Attr>:$lr,
     DefaultValuedAttr<F64Attr, "0.0">:$momentum,
     DefaultValuedAttr<F64Attr, "0.0">:$dampening,
     DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
@@ -491,7 +504,9 @@ def Spmd_SGDOp : Spmd_Op<"sgd", [
   let assemblyFormat = [{
     `params` ` ` `[` $params `]` `grads` ` ` `[` $grads `]`
     (`momentum_buffers` ` ` `[` $momentum_buffers^ `]`)?
-    (`step` $step^)? attr-dict
+    (`step` $step^)?
+    custom<Hyperparams>($hyperparams, type($hyperparams), $hyperparam_names)
+    attr-dict
     `:` custom<SGDTypes>(type($params), type($grads),
                          ref($momentum_buffers), type($momentum_buffers),
                          ref($step), type($step))
@@ -502,6 +517,9 @@ def Spmd_SGDOp : Spmd_Op<"sgd", [
     ::mlir::ResultRange getNewMomentumBuffers();
     /// The new step counter, or null without momentum.
     ::mlir::Value getNewStep();
+    /// The run-time value of float option `name` (a `tensor<f64>`), or null
+    /// when the option is an attribute.
+    ::mlir::Value getHyperparam(::llvm::StringRef name);
   }];
 }
 
@@ -538,10 +556,19 @@ def Spmd_AdamOp : Spmd_Op<"adam", [
     same. The results are the new parameters, first moments, second moments,
     max second moments (amsgrad only) and steps, in that order.
 
+    Float options a training loop changes (an LR scheduler, OneCycleLR's
+    beta1) are run-time values: `hyperparams(lr = %lr, beta1 = %b1)` gives
+    them as `tensor<f64>` operands read on every call, in place of the
+    attribute of the same name (`lr`, `beta1`, `beta2`, `eps`,
+    `weight_decay`); a run-time `weight_decay` means the decay is applied.
+
     ```mlir
     %p, %m, %v, %t = spmd.adam params [%w] grads [%g] exp_avgs [%m0]
         exp_avg_sqs [%v0] steps [%t0]
         {lr = 1.0e-03, weight_decay = 1.0e-02, decoupled_weight_decay}
+        : tensor<16x8xf32>
+    %p2, %m2, %v2, %t2 = spmd.adam params [%w] grads [%g] exp_avgs [%m0]
+        exp_avg_sqs [%v0] steps [%t0] hyperparams(lr = %lr, beta1 = %b1)
         : tensor<16x8xf32>
     ```
   }];
@@ -552,7 +579,9 @@ def Spmd_AdamOp : Spmd_Op<"adam", [
     Variadic<AnyRankedTensor>:$exp_avg_sqs,
     Variadic<AnyRankedTensor>:$max_exp_avg_sqs,
     Variadic<0DTensorOf<[F32]>>:$steps,
-    F64Attr:$lr,
+    Variadic<0DTensorOf<[F64]>>:$hyperparams,
+    OptionalAttr<StrArrayAttr>:$hyperparam_names,
+    OptionalAttr<F64Attr>:$lr,
     DefaultValuedAttr<F64Attr, "0.9">:$beta1,
     DefaultValuedAttr<F64Attr, "0.999">:$beta2,
     DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
@@ -566,7 +595,9 @@ def Spmd_AdamOp : Spmd_Op<"adam", [
     `params` ` ` `[` $params `]` `grads` ` ` `[` $grads `]`
     `exp_avgs` ` ` `[` $exp_avgs `]` `exp_avg_sqs` ` ` `[` $exp_avg_sqs `]`
     (`max_exp_avg_sqs` ` ` `[` $max_exp_avg_sqs^ `]`)?
-    `steps` ` ` `[` $steps `]` attr-dict
+    `steps` ` ` `[` $steps `]`
+    custom<Hyperparams>($hyperparams, type($hyperparams), $hyperparam_names)
+    attr-dict
     `:` custom<AdamTypes>(type($params), type($grads), type($exp_avgs),
                           type($exp_avg_sqs), ref($max_exp_avg_sqs),
                           type($max_exp_avg_sqs), ref($steps), type($steps))
@@ -578,6 +609,9 @@ def Spmd_AdamOp : Spmd_Op<"adam", [
     ::mlir::ResultRange getNewExpAvgSqs();
     ::mlir::ResultRange getNewMaxExpAvgSqs();
     ::mlir::ResultRange getNewSteps();
+    /// The run-time value of float option `name` (a `tensor<f64>`), or null
+    /// when the option is an attribute.
+    ::mlir::Value getHyperparam(::llvm::StringRef name);
   }];
 }
 
