@@ -1,4 +1,5 @@
-//===- JobChecks.h - timeouts and launch checks of both runtimes -*- C++ -*-===//
+//===- JobChecks.h - timeouts and launch checks of both runtimes -*- C++
+//-*-===//
 //
 // Shared by the MPI and the NCCL runtimes: how long a rank waits for the
 // others before it takes the job down (SPMD_TIMEOUT), how a group is named in
@@ -67,8 +68,8 @@ inline std::string describeGroup(int64_t packed, int64_t mask) {
 
 /// Whether the launcher's RANK / WORLD_SIZE (torchrun sets them), where set,
 /// agree with the job `job` describes (e.g. "the MPI runtime"); false with
-/// `error` saying how to launch otherwise. Without this, torchrun starting N processes of the MPI
-/// runtime gives N silent single-rank jobs.
+/// `error` saying how to launch otherwise. Without this, torchrun starting N
+/// processes of the MPI runtime gives N silent single-rank jobs.
 inline bool checkLauncher(int rank, int size, const char *job,
                           std::string &error) {
   const char *worldText = std::getenv("WORLD_SIZE");
@@ -78,8 +79,7 @@ inline bool checkLauncher(int rank, int size, const char *job,
   if (world == size && launcherRank == rank)
     return true;
   error = std::string("the launcher started this process as rank ") +
-          (rankText ? rankText : "?") + " of " +
-          (worldText ? worldText : "?") +
+          (rankText ? rankText : "?") + " of " + (worldText ? worldText : "?") +
           " (RANK, WORLD_SIZE; torchrun sets them) but " + job +
           " has a job of " + std::to_string(size) +
           " rank(s) with this process as rank " + std::to_string(rank) +

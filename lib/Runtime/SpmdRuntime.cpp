@@ -108,8 +108,7 @@ void waitTimed(MPI_Request &request, const char *call, int64_t meshShape,
     // then yield the core to the ranks it is waiting for.
     if (spins < 1024)
       continue;
-    double waited =
-        std::chrono::duration<double>(Clock::now() - start).count();
+    double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (timeout > 0 && waited > timeout) {
       std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
       fail(call,
@@ -118,7 +117,8 @@ void waitTimed(MPI_Request &request, const char *call, int64_t meshShape,
            "program",
            waited, where.c_str(), timeout);
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(spins < 4096 ? 1 : 50));
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(spins < 4096 ? 1 : 50));
   }
 }
 

@@ -97,8 +97,8 @@ struct Fuzzer {
   /// and then replaced, so what inputs intern into it does not pile up.
   MLIRContext &freshContext() {
     if (!context || ++uses > 256) {
-      context = std::make_unique<MLIRContext>(
-          registry, MLIRContext::Threading::DISABLED);
+      context = std::make_unique<MLIRContext>(registry,
+                                              MLIRContext::Threading::DISABLED);
       context->loadAllAvailableDialects();
       context->allowUnregisteredDialects(false);
       uses = 0;

@@ -340,8 +340,8 @@ LogicalResult RuntimeLowering::lowerLocalSlice(LocalSliceOp op) {
   for (int64_t d = 0; d < inType.getRank(); ++d)
     sizes.push_back(
         op.getType().isDynamicDim(d)
-            ? OpFoldResult(tensor::DimOp::create(b, loc, op.getInput(), d)
-                               .getResult())
+            ? OpFoldResult(
+                  tensor::DimOp::create(b, loc, op.getInput(), d).getResult())
             : OpFoldResult(b.getIndexAttr(op.getType().getDimSize(d))));
   offsets[dim] = offset;
   if (op.getType().isDynamicDim(dim)) {
@@ -583,9 +583,8 @@ void RuntimeLowering::insertProgramChecks() {
   for (func::FuncOp fn : entries) {
     Location loc = fn.getLoc();
     b.setInsertionPointToStart(&fn.getBody().front());
-    Value name = stringConstant(fn.getSymName(),
-                                ("__spmd_program_name_" + fn.getSymName()).str(),
-                                loc);
+    Value name = stringConstant(
+        fn.getSymName(), ("__spmd_program_name_" + fn.getSymName()).str(), loc);
     call("spmdProgramCheck", {i64(static_cast<int64_t>(hash), loc), name}, {},
          loc);
   }

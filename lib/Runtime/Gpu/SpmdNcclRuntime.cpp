@@ -373,24 +373,21 @@ int groupSize(ncclComm_t comm) {
 /// Waits for `event` while polling every communicator for asynchronous
 /// errors (a dead peer ends the job instead of hanging it); past
 /// SPMD_TIMEOUT the job ends naming what was waited for.
-void waitPolling(CUevent event, const char *op, int64_t packed,
-                 int64_t mask) {
+void waitPolling(CUevent event, const char *op, int64_t packed, int64_t mask) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   for (;;) {
     CUresult r = cuEventQuery(event);
     if (r == CUDA_SUCCESS)
       return;
-    double waited =
-        std::chrono::duration<double>(Clock::now() - start).count();
+    double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (rt().timeout > 0 && waited > rt().timeout) {
       char what[512];
       std::snprintf(what, sizeof(what),
                     "timed out after %.1f s waiting for the other ranks of "
                     "%s (SPMD_TIMEOUT=%g s): a rank stopped, crashed or runs "
                     "another program",
-                    waited,
-                    spmd::runtime::describeGroup(packed, mask).c_str(),
+                    waited, spmd::runtime::describeGroup(packed, mask).c_str(),
                     rt().timeout);
       // Aborting the communicators releases the NCCL kernels that wait for
       // the missing peer, so the process can exit.
@@ -506,8 +503,8 @@ void spmdInit(void) {
   // two launchers must describe the same job.
   if (std::getenv("OMPI_COMM_WORLD_SIZE") &&
       !spmd::runtime::checkLauncher(envInt("OMPI_COMM_WORLD_RANK", 0),
-                                    envInt("OMPI_COMM_WORLD_SIZE", 1),
-                                    "mpirun", error))
+                                    envInt("OMPI_COMM_WORLD_SIZE", 1), "mpirun",
+                                    error))
     spmd::gpu::fail("spmdInit", error.c_str());
   r.initialized = true;
   spmd::gpu::ensureContext();

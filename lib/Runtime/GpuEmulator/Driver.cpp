@@ -513,7 +513,7 @@ CUresult cuEventQuery(CUevent event) {
   // The host is waiting for it: run the stream up to the event, unless it
   // is blocked (a collective whose peers have not come yet).
   return runUpTo(event->last, /*poll=*/true) ? CUDA_SUCCESS
-                                              : CUDA_ERROR_NOT_READY;
+                                             : CUDA_ERROR_NOT_READY;
 }
 
 //===----------------------------------------------------------------------===//

@@ -5,9 +5,10 @@
 // takes its rank from Open MPI's environment), a communicator per NCCL
 // communicator, MPI_Comm_split for ncclCommSplit. Operations run on the
 // emulated streams in order, as non-blocking MPI calls that hold their
-// stream until they complete (a query meanwhile answers "not ready"); inside ncclGroupStart/End they are held and
-// enqueued together at the group's end (as NCCL launches a group), the
-// group's sends and receives as one exchange. Buffers must be device memory.
+// stream until they complete (a query meanwhile answers "not ready"); inside
+// ncclGroupStart/End they are held and enqueued together at the group's end (as
+// NCCL launches a group), the group's sends and receives as one exchange.
+// Buffers must be device memory.
 //
 //===----------------------------------------------------------------------===//
 

@@ -13,9 +13,9 @@
 //   0's next all_reduce must end the job after SPMD_TIMEOUT.
 #include <chrono>
 #include <cstdint>
-#include <thread>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 extern "C" {

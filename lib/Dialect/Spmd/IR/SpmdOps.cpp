@@ -227,8 +227,7 @@ parseHyperparams(OpAsmParser &parser,
   if (failed(parser.parseOptionalKeyword("hyperparams")))
     return success();
   SmallVector<Attribute> nameList;
-  Type f64Tensor =
-      RankedTensorType::get({}, parser.getBuilder().getF64Type());
+  Type f64Tensor = RankedTensorType::get({}, parser.getBuilder().getF64Type());
   auto parseOne = [&]() -> ParseResult {
     std::string name;
     OpAsmParser::UnresolvedOperand value;
@@ -894,9 +893,8 @@ static LogicalResult verifyHyperparams(Operation *op, ArrayAttr names,
                                        ArrayRef<FloatOption> known) {
   size_t count = names ? names.size() : 0;
   if (count != values.size())
-    return op->emitOpError() << "has " << values.size()
-                             << " hyperparams but " << count
-                             << " hyperparam_names";
+    return op->emitOpError() << "has " << values.size() << " hyperparams but "
+                             << count << " hyperparam_names";
   llvm::SmallDenseSet<StringRef> seen;
   for (Attribute attr : names ? names.getValue() : ArrayRef<Attribute>()) {
     StringRef name = cast<StringAttr>(attr).getValue();
@@ -915,8 +913,8 @@ static LogicalResult verifyHyperparams(Operation *op, ArrayAttr names,
     auto set = dyn_cast_or_null<FloatAttr>(op->getAttr(name));
     if (set && (!option->defaultValue ||
                 set.getValueAsDouble() != *option->defaultValue))
-      return op->emitOpError() << "takes '" << name
-                               << "' both as an attribute and at run time";
+      return op->emitOpError()
+             << "takes '" << name << "' both as an attribute and at run time";
   }
   if (!op->getAttr("lr") && !seen.contains("lr"))
     return op->emitOpError("needs lr, as an attribute or a hyperparam");
@@ -925,8 +923,7 @@ static LogicalResult verifyHyperparams(Operation *op, ArrayAttr names,
 
 /// The attribute of `name` unless the option is a run-time value.
 static std::optional<APFloat> staticHyper(Operation *op, ArrayAttr names,
-                                          OperandRange values,
-                                          StringRef name) {
+                                          OperandRange values, StringRef name) {
   if (lookupHyperparam(names, values, name))
     return std::nullopt;
   auto attr = dyn_cast_or_null<FloatAttr>(op->getAttr(name));
@@ -971,16 +968,14 @@ LogicalResult SGDOp::verify() {
   // sgd_c2
   if (failed(verifyStaticHyper(op, names, values, "lr", 0.0)) ||
       failed(verifyStaticHyper(op, names, values, "momentum", 0.0)) ||
-      failed(
-          verifyStaticHyper(op, names, values, "dampening", -INFINITY)) ||
+      failed(verifyStaticHyper(op, names, values, "dampening", -INFINITY)) ||
       failed(verifyStaticHyper(op, names, values, "weight_decay", 0.0)))
     return failure();
   // sgd_c3: a run-time momentum is on; dampening must be a known zero.
   bool runtimeMomentum = bool(getHyperparam("momentum"));
   double momentum = runtimeMomentum ? 1.0 : getMomentum().convertToDouble();
-  if (getNesterov() &&
-      (momentum <= 0.0 || getHyperparam("dampening") ||
-       getDampening().convertToDouble() != 0.0))
+  if (getNesterov() && (momentum <= 0.0 || getHyperparam("dampening") ||
+                        getDampening().convertToDouble() != 0.0))
     return emitOpError("nesterov momentum needs a momentum and zero dampening");
   // sgd_c4
   if (momentum != 0.0) {

@@ -153,8 +153,8 @@ void decompose(SGDOp op) {
     Value bufScale =
         arith::SelectOp::create(b, fe.loc, first, zero, fe.get(momentum));
     Value one = fe.f64(1.0);
-    Value gradScale = arith::SelectOp::create(b, fe.loc, first, one,
-                                              fe.oneMinus(dampening));
+    Value gradScale =
+        arith::SelectOp::create(b, fe.loc, first, one, fe.oneMinus(dampening));
     bufs = fe.mulScalar(bufs, bufScale);
     bufs = fe.add(bufs, grads, gradScale);
     grads = op.getNesterov() ? fe.add(grads, bufs, fe.get(momentum)) : bufs;

@@ -102,8 +102,8 @@ private:
   StaticPadding padDynamicDims(Value v, RankedTensorType global,
                                const Placements &cur, int64_t keep,
                                Location loc);
-  Value cutPadding(Value v, const StaticPadding &padding,
-                   RankedTensorType type, Location loc);
+  Value cutPadding(Value v, const StaticPadding &padding, RankedTensorType type,
+                   Location loc);
   FailureOr<Value> toPartial(Value v, unsigned axis, ReductionKind kind,
                              Location loc);
   FailureOr<Value> fill(Value like, RankedTensorType type, double value,
@@ -198,7 +198,8 @@ Expander::StaticPadding Expander::padDynamicDims(Value v,
     Value size = tensor::DimOp::create(b, loc, v, d);
     padding.sizes.push_back({d, size});
     shape[d] = chunk;
-    high[d] = arith::SubIOp::create(b, loc, index(chunk, loc), size).getResult();
+    high[d] =
+        arith::SubIOp::create(b, loc, index(chunk, loc), size).getResult();
   }
   if (padding.sizes.empty())
     return padding;
@@ -242,10 +243,10 @@ FailureOr<Value> Expander::gather(Value v, RankedTensorType global,
   auto axes = b.getDenseI64ArrayAttr({axis});
   cur = next;
   if (!inType.isDynamicDim(dim)) {
-    Value gathered = AllGatherOp::create(b, loc, TypeRange{outType},
-                                         ValueRange{v}, meshRef, axes,
-                                         b.getI64IntegerAttr(dim))
-                         .getResult(0);
+    Value gathered =
+        AllGatherOp::create(b, loc, TypeRange{outType}, ValueRange{v}, meshRef,
+                            axes, b.getI64IntegerAttr(dim))
+            .getResult(0);
     return cutPadding(gathered, padding, *finalType, loc);
   }
   // Uneven: pad every chunk to ceil(N / n), gather, drop the padding.
@@ -420,8 +421,8 @@ FailureOr<Value> Expander::redistribute(Value value, RankedTensorType global,
         int64_t n = mesh.getShape()[a];
         auto kind = ReductionKindAttr::get(ctx, partial.getKind());
         if (evenOn(d, a)) {
-          v = ReduceScatterOp::create(b, loc, TypeRange{outType},
-                                      ValueRange{v}, meshRef, axes, kind,
+          v = ReduceScatterOp::create(b, loc, TypeRange{outType}, ValueRange{v},
+                                      meshRef, axes, kind,
                                       b.getI64IntegerAttr(d))
                   .getResult(0);
         } else {
