@@ -106,4 +106,7 @@ def decomposition_table():
     table[aten.nll_loss_forward.default] = _nll_loss_forward
     table[aten.nll_loss_backward.default] = _nll_loss_backward
     table[aten.embedding_dense_backward.default] = _embedding_dense_backward
+    # Random ops: Philox on the global element index (_random.py).
+    from . import _random
+    table.update(_random.decompositions())
     return table

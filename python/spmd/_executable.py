@@ -24,9 +24,12 @@ _OWNER = weakref.WeakKeyDictionary()
 
 
 class Executable:
-    def __init__(self, library, traced: Traced, program: Program):
+    def __init__(self, library, traced: Traced, program: Program,
+                 random=None):
         self.traced = traced
         self.program = program
+        # The step's random stream (api._RandomStream): seed, next offset.
+        self.random = random
         self.lib = ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
         self.entry = getattr(self.lib, ENTRY)
         self.entry.restype = None
@@ -40,8 +43,11 @@ class Executable:
                                                DTYPE_CODE[s.dtype])
         self._adopt_state()
         _OWNER[traced.model] = self
+        if program.rng_state:
+            self.views[program.rng_state][0] = self.random.seed
         # As DDP at construction: every rank starts from rank 0's model and
-        # optimizer state (replicated state must be equal everywhere).
+        # optimizer state (replicated state must be equal everywhere), and
+        # from rank 0's random seed.
         for s in program.states:
             if s.role != "output":
                 _runtime.broadcast_(self.views[s.name], DTYPE_CODE[s.dtype])
@@ -126,6 +132,11 @@ class Executable:
             self._adopt_state()
             _OWNER[self.traced.model] = self
         self._write_hyperparams()
+        if self.program.rng_state:
+            # New numbers every call: the counters continue where the last
+            # call (of any program of this step) stopped.
+            self.views[self.program.rng_state][1] = self.random.take(
+                self.traced.rng_draws)
         args, keep = [], []
         for info, t in zip(self.traced.inputs, tensors):
             t = t.detach().contiguous()

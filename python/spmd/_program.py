@@ -62,6 +62,8 @@ class Program:
     # Float options read from the param groups on every call:
     # (state name, group index, option key, index into the option or None).
     hyperparams: list = field(default_factory=list)
+    # The state holding the random ops' [seed, offset], if the step has any.
+    rng_state: str = ""
     # Before every state name in the module and the runtime's registry.
     prefix: str = ""
 
@@ -122,6 +124,14 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
         values[n] = v
     operands = [values[n] for n in traced.param_names + traced.buffer_names]
     operands += [f"%in{i}" for i in range(len(traced.inputs))]
+    if traced.rng_draws:
+        # The random ops' [seed, offset] (_random.py), written by the host
+        # before every call.
+        program.rng_state = f"rng.{index}"
+        state(program.rng_state, (2,), torch.int64, "buffer")
+        v = w.fresh("s")
+        w.emit(f'{v} = spmd.load @"{program.rng_state}" : tensor<2xi64>')
+        operands.append(v)
     nres = len(res_types)
     results = []
     if nres:

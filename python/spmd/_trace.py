@@ -21,6 +21,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils import stateless
 from torch.utils import _pytree as pytree
 
+from . import _random
 from ._decompositions import UnsupportedError, decomposition_table
 from .placement import Placement, Replicate, Shard
 
@@ -50,6 +51,9 @@ class Traced:
     output_spec: Any
     # FQNs of the parameters whose gradients follow the outputs, in order.
     grad_names: List[str] = field(default_factory=list)
+    # Random numbers one call draws (_random.py); when non-zero, the graph's
+    # last input is the [seed, offset] int64 tensor they are drawn from.
+    rng_draws: int = 0
 
 
 _OWN_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
@@ -192,7 +196,13 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     buffer_names = list(named_buffers)
     result = {}
 
-    def step(params, buffers, tensors):
+    def step(params, buffers, tensors, rng):
+        with _random.tracing(rng) as draws:
+            out = traced_step(params, buffers, tensors)
+        result["rng_draws"] = draws.drawn
+        return out
+
+    def traced_step(params, buffers, tensors):
         flat = list(leaves)
         for info, t in zip(inputs, tensors):
             flat[info.position] = t
@@ -235,11 +245,12 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     params = [named_params[n].detach().clone().requires_grad_(
         named_params[n].requires_grad) for n in param_names]
     buffers = [named_buffers[n].detach().clone() for n in buffer_names]
+    rng = torch.zeros(2, dtype=torch.int64)
     try:
         with torch.enable_grad():
             graph = make_fx(step, decomposition_table=decomposition_table(),
                             tracing_mode="fake", record_stack_traces=True)(
-                params, buffers, [fake_input(i) for i in inputs])
+                params, buffers, [fake_input(i) for i in inputs], rng)
     except UnsupportedError:
         raise
     except Exception as err:  # make_fx: data-dependent control flow, ...
@@ -249,11 +260,21 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
             "\n  (steps must be traceable by make_fx: no data-dependent "
             "Python control flow or shapes)") from err
     _check_graph(graph)
-    graph = _functionalize(graph, params + buffers + [fake_input(i)
-                                                     for i in inputs])
+    flat_inputs = params + buffers + [fake_input(i) for i in inputs]
+    if result["rng_draws"]:
+        flat_inputs.append(rng)
+    else:
+        # No random op: the [seed, offset] input is unused; drop it.
+        # (Placeholders become plain positional inputs: the pytree
+        # signature of make_fx would still expect it.)
+        rng_input = [n for n in graph.graph.nodes if n.op == "placeholder"][-1]
+        graph.graph.erase_node(rng_input)
+        graph.graph._codegen = torch.fx.graph.CodeGen()
+        graph.recompile()
+    graph = _functionalize(graph, flat_inputs)
     return Traced(graph, model, optimizer, param_names, buffer_names, inputs,
                   result["num_outputs"], result["output_spec"],
-                  result["grad_names"])
+                  result["grad_names"], result["rng_draws"])
 
 
 def _check_graph(graph: torch.fx.GraphModule):
@@ -276,8 +297,9 @@ def _check_graph(graph: torch.fx.GraphModule):
                                                           ()):
             where = node_frame(node)
             raise UnsupportedError(
-                f"spmd.compile: {node.target} draws random numbers, which "
-                "spmd does not support (dropout: model.eval() or p=0)"
+                f"spmd.compile: {node.target} draws random numbers in a way "
+                "spmd does not support (supported: dropout, rand, randn, "
+                "bernoulli, uniform_, normal_ and their _like forms)"
                 + (f"\n  at {where}" if where else ""))
         schema = getattr(node.target, "_schema", None)
         if schema is not None and schema.is_mutable and any(

@@ -134,9 +134,26 @@ def _optimizer_structure(optimizer):
     return type(optimizer).__name__, tuple(groups)
 
 
+class _RandomStream:
+    """The Philox stream of one compiled step (_random.py): a seed drawn
+    from torch's default generator at the first call (torch.manual_seed
+    makes runs reproducible; rank 0's is used), and the offset where the
+    next call's counters start."""
+
+    def __init__(self):
+        self.seed = int(torch.randint(0, 2**62, (), dtype=torch.int64))
+        self.offset = 0
+
+    def take(self, count: int) -> int:
+        start = self.offset
+        self.offset += count
+        return start
+
+
 class CompiledStep:
     def __init__(self, fn, module_override, passes, parallel):
         self.fn = fn
+        self.random = None
         self.overrides = list(module_override or [])
         self.passes = passes
         self.parallel = parallel or DataParallel()
@@ -184,7 +201,9 @@ class CompiledStep:
                      "rank 0 (see its error)")
         _build_where(not library.exists(), program.text, pipeline,
                      "another rank")
-        return Executable(library, traced, program)
+        if traced.rng_draws and self.random is None:
+            self.random = _RandomStream()
+        return Executable(library, traced, program, self.random)
 
     def __call__(self, *args, **kwargs):
         # Accepted as in torch.distributed._spmd; every step already leaves

@@ -97,7 +97,9 @@ class Dropout(nn.Module):
         self.fc = nn.Linear(4, 4)
 
     def forward(self, x):
-        return nn.functional.dropout(self.fc(x), 0.5)  # LINE-dropout
+        # Dropout compiles (Philox); drawing integers does not.
+        noise = torch.randint_like(x, 0, 3)  # LINE-dropout
+        return self.fc(x) + noise
 
 
 MODELS = {"dropout": Dropout, "clamp_erfinv": ClampErfinv, "branch": DataDependent, "det": Det, "erfinv": Erfinv, "cumsum": Cumsum, "half": Half, "sort": Sort, "batchnorm": BatchNorm}
