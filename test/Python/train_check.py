@@ -27,6 +27,19 @@ class MLP(nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
+class DropoutMLP(MLP):
+    """torch.nn.Dropout between the layers: random masks (Philox), so this
+    case is compared with its own runs (gpu-emulated-steps.test: GPU path vs
+    CPU path), not with eager."""
+
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.25)
+
+    def forward(self, x):
+        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+
 class NormMLP(nn.Module):
     def __init__(self, classes=5):
         super().__init__()
@@ -101,7 +114,7 @@ def data(case, gen):
         return (torch.randint(0, 16, (GLOBAL_BATCH, 6), generator=gen),
                 torch.randint(0, 3, (GLOBAL_BATCH,), generator=gen))
     if case in ("mlp_sgd", "groups", "sgd_options", "adam_options",
-                "adamw_amsgrad", "resume") or case in SCHEDULED:
+                "adamw_amsgrad", "resume", "dropout") or case in SCHEDULED:
         return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
                 torch.randn(GLOBAL_BATCH, 4, generator=gen))
     if case == "norm_adam":
@@ -175,6 +188,11 @@ def setup(case):
         model = MLP()
         opt, _ = SCHEDULED[case](model)
         return model, opt, nn.MSELoss()
+    if case == "dropout":
+        model = DropoutMLP()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
+                              foreach=True)
+        return model, opt, nn.MSELoss()
     if case == "mlp_sgd":
         model = MLP()
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
@@ -246,6 +264,9 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--tol", type=float, default=1e-5)
     args = parser.parse_args()
+    if args.case == "dropout":
+        raise SystemExit("the dropout case draws its own masks; compare it "
+                         "with random_check.py or on the GPU path")
 
     model, opt, loss_fn = setup(args.case)
     ref_model, ref_opt, _ = setup(args.case)  # same seed: same parameters
