@@ -170,7 +170,9 @@ class CompiledStep:
             elif isinstance(leaf, torch.optim.Optimizer):
                 key.append(("O", id(leaf), _optimizer_structure(leaf)))
             elif isinstance(leaf, torch.nn.Module):
-                key.append(("O", id(leaf)))
+                # train() / eval() changes what is traced (dropout on or off).
+                key.append(("O", id(leaf),
+                            tuple(m.training for m in leaf.modules())))
             else:
                 key.append(("C", repr(leaf)))
         return tuple(key)

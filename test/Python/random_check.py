@@ -116,6 +116,34 @@ def stats():
     print(f"programs compiled: {len(step.cache)}")
 
 
+def eval_mode():
+    """model.eval() after training calls compiles an evaluation program (no
+    dropout), and model.train() goes back to the training one."""
+    torch.manual_seed(0)
+    model = Draws()
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+
+    @spmd.compile()
+    def step(model, opt, x):
+        kept = nn.functional.dropout(x * model.scale, p=0.3,
+                                     training=model.training)
+        kept.sum().backward()
+        opt.step()
+        opt.zero_grad()
+        return kept
+
+    x = torch.ones(1000 // spmd.world_size())
+    train_zeros = (step(model, opt, x) == 0).sum().item()
+    model.eval()
+    eval_zeros = (step(model, opt, x) == 0).sum().item()
+    model.train()
+    again_zeros = (step(model, opt, x) == 0).sum().item()
+    if spmd.rank() == 0:
+        print(f"dropped: train {train_zeros > 0}, eval {eval_zeros}, "
+              f"train again {again_zeros > 0}; programs compiled: "
+              f"{len(step.cache)}")
+
+
 def compare(reference, other):
     """Max difference of the numbers two `train` runs printed."""
     import re
@@ -134,6 +162,8 @@ def compare(reference, other):
 if __name__ == "__main__":
     if sys.argv[1] == "train":
         train(sys.argv[2])
+    elif sys.argv[1] == "eval":
+        eval_mode()
     elif sys.argv[1] == "compare":
         sys.exit(compare(sys.argv[2], sys.argv[3]))
     else:
