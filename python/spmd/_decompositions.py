@@ -7,7 +7,9 @@ torch-mlir lowers to `tm_tensor.scatter`, outside linalg. Both are rewritten
 here as one-hot formulations that stay in linalg (elementwise compares and a
 matmul) and distribute like any other linalg op; so is `nll_loss_forward`,
 whose gather along the batch would make the batch dimension unshardable. GELU is decomposed by
-PyTorch's own rules (see below).
+PyTorch's own rules (see below). Batch normalization is decomposed here
+(statistics over the global batch; running statistics updated in place,
+which the bridge turns into state updates).
 """
 
 import torch
@@ -97,6 +99,40 @@ def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
     return torch.mm(one_hot.t(), grad_output.reshape(-1, dim))
 
 
+def _native_batch_norm(input, weight, bias, running_mean, running_var,
+                       training, momentum, eps):
+    """Batch normalization without prims (functionalization cannot take
+    PyTorch's own decomposition's prims.squeeze). In training mode the
+    statistics are over the whole (global) batch, and the running statistics
+    are updated in place as torch does (momentum, unbiased variance); the
+    bridge turns those updates of buffers into stores of their state."""
+    channels = input.shape[1]
+    dims = [0] + list(range(2, input.dim()))
+    shape = [1, channels] + [1] * (input.dim() - 2)
+    if training:
+        mean = input.mean(dims)
+        centered = input - mean.reshape(shape)
+        var = (centered * centered).mean(dims)
+        rstd = torch.rsqrt(var + eps)
+        if running_mean is not None:
+            n = input.numel() // channels
+            running_mean.copy_(momentum * mean + (1 - momentum) * running_mean)
+            running_var.copy_(momentum * var * (n / (n - 1))
+                              + (1 - momentum) * running_var)
+    else:
+        centered = input - running_mean.reshape(shape)
+        rstd = torch.rsqrt(running_var + eps)
+    out = centered * rstd.reshape(shape)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    if not training:
+        empty = input.new_zeros((0,))
+        return out, empty, empty
+    return out, mean, rstd
+
+
 def decomposition_table():
     table = dict(get_decomposition_table())
     # torch-mlir lowers gelu(approximate="tanh") with sqrt(2/pi) rounded to
@@ -106,6 +142,8 @@ def decomposition_table():
     table[aten.nll_loss_forward.default] = _nll_loss_forward
     table[aten.nll_loss_backward.default] = _nll_loss_backward
     table[aten.embedding_dense_backward.default] = _embedding_dense_backward
+    table[aten.native_batch_norm.default] = _native_batch_norm
+    table[aten._native_batch_norm_legit.default] = _native_batch_norm
     # Random ops: Philox on the global element index (_random.py).
     from . import _random
     table.update(_random.decompositions())

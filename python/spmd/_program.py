@@ -140,7 +140,9 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
                f"@{CALLEE}({', '.join(operands)}) : "
                f"({', '.join(arg_types)}) -> ({', '.join(res_types)})")
         results = [f"{r}#{i}" if nres > 1 else r for i in range(nres)]
-    grads = dict(zip(traced.grad_names, results[traced.num_outputs:]))
+    first_update = traced.num_outputs + len(traced.grad_names)
+    grads = dict(zip(traced.grad_names,
+                     results[traced.num_outputs:first_update]))
 
     if traced.optimizer is not None:
         for gi, group in enumerate(traced.optimizer.param_groups):
@@ -149,6 +151,12 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
             if names:
                 _optimizer_group(w, traced.optimizer, group, gi, names,
                                  params, values, grads, state, program)
+
+    # Buffers updated in place (BatchNorm's running statistics): stored.
+    for name, value in zip(traced.buffer_updates, results[first_update:]):
+        t = buffers[name]
+        w.emit(f'spmd.store {value} to @"{name}" : '
+               f"{tensor_type(t.shape, t.dtype)}")
 
     for i in range(traced.num_outputs):
         v = out_vals[i]

@@ -54,6 +54,9 @@ class Traced:
     # Random numbers one call draws (_random.py); when non-zero, the graph's
     # last input is the [seed, offset] int64 tensor they are drawn from.
     rng_draws: int = 0
+    # Buffers the step updates in place (BatchNorm's running statistics):
+    # their new values follow the gradients among the outputs, in order.
+    buffer_updates: List[str] = field(default_factory=list)
 
 
 _OWN_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
@@ -259,7 +262,9 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
             f"{str(err).strip().splitlines()[0] if str(err).strip() else ''}"
             "\n  (steps must be traceable by make_fx: no data-dependent "
             "Python control flow or shapes)") from err
-    _check_graph(graph)
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    _check_graph(graph, set(placeholders[len(params):
+                                         len(params) + len(buffers)]))
     flat_inputs = params + buffers + [fake_input(i) for i in inputs]
     if result["rng_draws"]:
         flat_inputs.append(rng)
@@ -272,20 +277,47 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
         graph.graph._codegen = torch.fx.graph.CodeGen()
         graph.recompile()
     graph = _functionalize(graph, flat_inputs)
+    updates = _buffer_updates_as_outputs(graph, len(params), buffer_names)
     return Traced(graph, model, optimizer, param_names, buffer_names, inputs,
                   result["num_outputs"], result["output_spec"],
-                  result["grad_names"], result["rng_draws"])
+                  result["grad_names"], result["rng_draws"], updates)
 
 
-def _check_graph(graph: torch.fx.GraphModule):
+def _buffer_updates_as_outputs(graph, num_params, buffer_names):
+    """Functionalization leaves each in-place update of a buffer (BatchNorm's
+    running statistics, num_batches_tracked) as a final `copy_` into its
+    input; those become extra outputs (stored to the buffer's state by the
+    program) and the copies go. Returns the updated buffers' names."""
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    buffer_of = {placeholders[num_params + i]: name
+                 for i, name in enumerate(buffer_names)}
+    updates = {}
+    for node in list(graph.graph.nodes):
+        if (node.op == "call_function"
+                and node.target == torch.ops.aten.copy_.default
+                and node.args[0] in buffer_of):
+            updates[buffer_of[node.args[0]]] = node.args[1]
+            graph.graph.erase_node(node)
+    if not updates:
+        return []
+    output = next(n for n in graph.graph.nodes if n.op == "output")
+    names = [n for n in buffer_names if n in updates]
+    output.args = (tuple(output.args[0]) + tuple(updates[n] for n in names),)
+    graph.recompile()
+    return names
+
+
+def _check_graph(graph: torch.fx.GraphModule, buffers=frozenset()):
     """Every value the graph computes has an element type spmd handles, and
-    no op mutates a graph input (buffers updated in place, e.g. BatchNorm's
-    running statistics in training mode, are not supported)."""
+    no op mutates a graph input other than a buffer (`buffers`: their
+    placeholders; BatchNorm's running statistics are updated in place)."""
     for node in graph.graph.nodes:
         if node.op != "call_function":
             continue
         val = node.meta.get("val")
         vals = val if isinstance(val, (list, tuple)) else [val]
+        if not node.users:
+            vals = []  # dead (BatchNorm's unused uint8 reserve): not compiled
         for v in vals:
             if isinstance(v, torch.Tensor) and v.dtype not in SUPPORTED_DTYPES:
                 where = node_frame(node)
@@ -304,14 +336,15 @@ def _check_graph(graph: torch.fx.GraphModule):
         schema = getattr(node.target, "_schema", None)
         if schema is not None and schema.is_mutable and any(
                 _written(node, i, a).op == "placeholder"
+                and _written(node, i, a) not in buffers
                 for i, a in enumerate(schema.arguments)
                 if a.alias_info is not None and a.alias_info.is_write
                 and isinstance(_written(node, i, a), torch.fx.Node)):
             where = node_frame(node)
             raise UnsupportedError(
-                f"spmd.compile: {node.target} updates a tensor in place "
-                "(e.g. a buffer); in-place updates of model state are not "
-                "supported" + (f"\n  at {where}" if where else ""))
+                f"spmd.compile: {node.target} updates a parameter or an input "
+                "in place, which is not supported (buffers may be updated)"
+                + (f"\n  at {where}" if where else ""))
 
 
 def _functionalize(graph, flat_inputs):

@@ -41,12 +41,17 @@ class Sort(nn.Module):
 
 
 class BatchNorm(nn.Module):
+    """BatchNorm's buffer updates compile; a parameter changed in place in
+    the forward does not."""
+
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(4, 4)
         self.bn = nn.BatchNorm1d(4)
 
     def forward(self, x):
+        with torch.no_grad():
+            self.fc.bias.mul_(0.5)  # LINE-inplace
         return self.bn(self.fc(x))
 
 

@@ -40,6 +40,27 @@ class DropoutMLP(MLP):
         return self.fc2(self.drop(torch.relu(self.fc1(x))))
 
 
+class BatchNormMLP(nn.Module):
+    """torch.nn.BatchNorm1d, or BatchNorm2d over (N, 2, 4, 4) maps, in
+    training mode: statistics over the global batch, running statistics
+    updated (what SyncBatchNorm computes)."""
+
+    def __init__(self, two_d=False):
+        super().__init__()
+        self.two_d = two_d
+        self.fc1 = nn.Linear(6, 32)
+        self.bn = nn.BatchNorm2d(2) if two_d else nn.BatchNorm1d(32)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        if self.two_d:
+            h = self.bn(h.reshape(-1, 2, 4, 4)).reshape(-1, 32)
+        else:
+            h = self.bn(h)
+        return self.fc2(torch.relu(h))
+
+
 class NormMLP(nn.Module):
     def __init__(self, classes=5):
         super().__init__()
@@ -114,7 +135,8 @@ def data(case, gen):
         return (torch.randint(0, 16, (GLOBAL_BATCH, 6), generator=gen),
                 torch.randint(0, 3, (GLOBAL_BATCH,), generator=gen))
     if case in ("mlp_sgd", "groups", "sgd_options", "adam_options",
-                "adamw_amsgrad", "resume", "dropout") or case in SCHEDULED:
+                "adamw_amsgrad", "resume", "dropout", "batchnorm1d",
+                "batchnorm2d") or case in SCHEDULED:
         return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
                 torch.randn(GLOBAL_BATCH, 4, generator=gen))
     if case == "norm_adam":
@@ -190,6 +212,11 @@ def setup(case):
         return model, opt, nn.MSELoss()
     if case == "dropout":
         model = DropoutMLP()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
+                              foreach=True)
+        return model, opt, nn.MSELoss()
+    if case in ("batchnorm1d", "batchnorm2d"):
+        model = BatchNormMLP(two_d=case == "batchnorm2d")
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
                               foreach=True)
         return model, opt, nn.MSELoss()
@@ -319,6 +346,8 @@ def main():
             for k in rst:
                 if isinstance(rst[k], torch.Tensor):
                     diffs[f"{n}.{k}"] = (st[k] - rst[k]).abs().max().item()
+        for (n, b), rb in zip(model.named_buffers(), ref_model.buffers()):
+            diffs[n] = (b.double() - rb.double()).abs().max().item()
         name, diff = max(diffs.items(), key=lambda kv: kv[1])
         worst = max(worst, diff)
         if rank == 0:
@@ -328,6 +357,19 @@ def main():
                   f"{len(diffs)} tensors); lr {lr:.4g}")
         for hook in after_step:
             hook(step)
+    if any(True for _ in model.buffers()):
+        # Evaluation with the running statistics, as a compiled step of its
+        # own (eval() keys another program).
+        model.eval()
+        ref_model.eval()
+        evaluate = spmd.compile()(lambda model, x: model(x))
+        x, _ = data(args.case, gen)
+        local = GLOBAL_BATCH // world
+        got = evaluate(model, x[rank * local:(rank + 1) * local])
+        diff = (got - ref_model(x).detach()).abs().max().item()
+        worst = max(worst, diff)
+        if rank == 0:
+            print(f"eval: max |diff| {diff:.1e}")
     ok = worst <= args.tol
     if rank == 0:
         if after_step:
