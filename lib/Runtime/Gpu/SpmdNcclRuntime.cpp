@@ -98,6 +98,13 @@ struct Runtime {
   /// SPMD_TIMEOUT (JobChecks.h).
   double timeout = spmd::runtime::kDefaultTimeoutSeconds;
   std::set<uint64_t> checkedPrograms;
+  /// Inside a blocking collective (spmdAllReduce, ...): the caller waits
+  /// before it can touch the input, so no snapshot is needed.
+  bool blocking = false;
+  /// Where input snapshots are made (see snapshot()).
+  CUstream copyStream = nullptr;
+  /// Snapshots of the collective being started, freed after it.
+  std::vector<CUdeviceptr> snapshots;
 };
 
 Runtime &rt() {
@@ -409,7 +416,53 @@ void waitPolling(CUevent event, const char *op, int64_t packed, int64_t mask) {
   }
 }
 
+/// The input of an asynchronous collective as the C ABI promises it (see
+/// SpmdRuntime.h): copied at the start, so the caller may reuse or free its
+/// buffer right after the `...Start` call, as compiled programs do (one-shot
+/// bufferization writes later results into a buffer whose last read was the
+/// start). NCCL reads its input later, on the communication stream; so the
+/// input is copied first, on a stream of its own that the host waits for
+/// (the copy, not the communication queue), and the copy is freed on the
+/// communication stream after the collective.
+int64_t snapshot(int64_t in, size_t bytes) {
+  Runtime &r = rt();
+  if (r.blocking || bytes == 0)
+    return in;
+  if (!r.copyStream)
+    spmd::gpu::checkCu(cuStreamCreate(&r.copyStream, CU_STREAM_NON_BLOCKING),
+                       "cuStreamCreate (input snapshots)");
+  CUdeviceptr copy;
+  spmd::gpu::checkCu(cuMemAllocAsync(&copy, bytes, r.copyStream),
+                     "cuMemAllocAsync (input snapshot)");
+  spmd::gpu::checkCu(
+      cuMemcpyAsync(copy, static_cast<CUdeviceptr>(in), bytes, r.copyStream),
+      "cuMemcpyAsync (input snapshot)");
+  spmd::gpu::checkCu(cuStreamSynchronize(r.copyStream),
+                     "cuStreamSynchronize (input snapshot)");
+  r.snapshots.push_back(copy);
+  return static_cast<int64_t>(copy);
+}
+
+/// Runs a `...Start` function as the blocking form does (no snapshot: the
+/// caller waits before it can touch the input).
+template <typename Fn> int64_t startBlocking(Fn start) {
+  rt().blocking = true;
+  int64_t handle = start();
+  rt().blocking = false;
+  return handle;
+}
+
 int64_t record(const char *op, int64_t packed, int64_t mask) {
+  // The collective is enqueued (or will be at the group's end): the input
+  // snapshots it reads are freed after it on the same stream.
+  std::vector<CUdeviceptr> used;
+  used.swap(rt().snapshots);
+  if (!used.empty())
+    afterEnqueued([used] {
+      for (CUdeviceptr copy : used)
+        spmd::gpu::checkCu(cuMemFreeAsync(copy, rt().stream),
+                           "cuMemFreeAsync (input snapshot)");
+    });
   CUevent event;
   spmd::gpu::checkCu(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
                      "cuEventCreate");
@@ -551,6 +604,7 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
                            int32_t dtype, int32_t kind, int64_t packed,
                            int64_t mask) {
   ncclComm_t comm = group(packed, mask);
+  in = snapshot(in, static_cast<size_t>(count) * typeBytes(dtype));
   checkNccl(ncclAllReduce(ptr(in), ptr(out), count, ncclType(dtype),
                           ncclOp(kind), comm, rt().stream),
             "ncclAllReduce");
@@ -561,6 +615,7 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
                            int32_t dtype, int64_t root, int64_t packed,
                            int64_t mask) {
   ncclComm_t comm = group(packed, mask);
+  in = snapshot(in, static_cast<size_t>(count) * typeBytes(dtype));
   checkNccl(ncclBroadcast(ptr(in), ptr(out), count, ncclType(dtype),
                           static_cast<int>(root), comm, rt().stream),
             "ncclBroadcast");
@@ -577,6 +632,7 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
   int n = groupSize(comm);
   size_t elem = typeBytes(dtype);
   size_t chunk = static_cast<size_t>(outer * dim * inner);
+  in = snapshot(in, chunk * elem);
   if (outer == 1) {
     checkNccl(ncclAllGather(ptr(in), ptr(out), chunk, ncclType(dtype), comm,
                             rt().stream),
@@ -619,6 +675,7 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
   int n = groupSize(comm);
   size_t elem = typeBytes(dtype);
   size_t local = static_cast<size_t>(outer * (dim / n) * inner);
+  in = snapshot(in, local * n * elem);
   if (outer == 1) {
     checkNccl(ncclReduceScatter(ptr(in), ptr(out), local, ncclType(dtype),
                                 ncclOp(kind), comm, rt().stream),
@@ -677,6 +734,7 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
   };
   size_t chunk = static_cast<size_t>(prod(shape, 0, 4) / n);
   size_t chunkBytes = chunk * elem;
+  in = snapshot(in, chunkBytes * n);
   // What is sent: chunk k of the split dimension, [outer, part, inner].
   int64_t sOuter = prod(shape, 0, splitDim);
   int64_t sPart = shape[splitDim] / n, sInner = prod(shape, splitDim + 1, 4);
@@ -775,31 +833,41 @@ void spmdWait(int64_t handle) {
 
 void spmdAllReduce(int64_t in, int64_t out, int64_t count, int32_t dtype,
                    int32_t kind, int64_t packed, int64_t mask) {
-  spmdWait(spmdAllReduceStart(in, out, count, dtype, kind, packed, mask));
+  spmdWait(startBlocking([&] {
+    return spmdAllReduceStart(in, out, count, dtype, kind, packed, mask);
+  }));
 }
 
 void spmdAllGather(int64_t in, int64_t out, int64_t outer, int64_t dim,
                    int64_t inner, int32_t dtype, int64_t packed, int64_t mask) {
-  spmdWait(spmdAllGatherStart(in, out, outer, dim, inner, dtype, packed, mask));
+  spmdWait(startBlocking([&] {
+    return spmdAllGatherStart(in, out, outer, dim, inner, dtype, packed, mask);
+  }));
 }
 
 void spmdReduceScatter(int64_t in, int64_t out, int64_t outer, int64_t dim,
                        int64_t inner, int32_t dtype, int32_t kind,
                        int64_t packed, int64_t mask) {
-  spmdWait(spmdReduceScatterStart(in, out, outer, dim, inner, dtype, kind,
-                                  packed, mask));
+  spmdWait(startBlocking([&] {
+    return spmdReduceScatterStart(in, out, outer, dim, inner, dtype, kind,
+                                  packed, mask);
+  }));
 }
 
 void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
                    int64_t d3, int64_t splitDim, int64_t concatDim,
                    int32_t dtype, int64_t packed, int64_t mask) {
-  spmdWait(spmdAllToAll4Start(in, out, d0, d1, d2, d3, splitDim, concatDim,
-                              dtype, packed, mask));
+  spmdWait(startBlocking([&] {
+    return spmdAllToAll4Start(in, out, d0, d1, d2, d3, splitDim, concatDim,
+                              dtype, packed, mask);
+  }));
 }
 
 void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
                    int64_t root, int64_t packed, int64_t mask) {
-  spmdWait(spmdBroadcastStart(in, out, count, dtype, root, packed, mask));
+  spmdWait(startBlocking([&] {
+    return spmdBroadcastStart(in, out, count, dtype, root, packed, mask);
+  }));
 }
 
 /// The device buffer of state `name`: made (zero-filled) on first use,

@@ -13,7 +13,7 @@
 // float options (`optimizer.param_groups.G.lr`, ...: f64), which are set to
 // typical values and not compared.
 //
-//   bridge_step_cpu OUT.txt         bridge_step_gpu REF.txt
+//   bridge_step_cpu OUT.txt   bridge_step_cpu --check REF.txt   bridge_step_gpu REF.txt
 #include "../../../../bench/gpu/StepDriver.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
@@ -99,6 +99,16 @@ static bool startsAtZero(const std::string &name) {
 }
 
 int main(int argc, char **argv) {
+  // The CPU build writes FILE; `--check FILE` (and the GPU build) compares
+  // with it instead (the CPU path on N ranks vs on 1).
+  bool check = argc == 3 && !std::strcmp(argv[1], "--check");
+  if (check) {
+    argv[1] = argv[2];
+    argc = 2;
+  }
+#ifndef SPMD_CPU
+  check = true;
+#endif
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s FILE\n", argv[0]);
     return 2;
@@ -162,28 +172,29 @@ int main(int argc, char **argv) {
     got[name] = v;
   }
 
-#ifdef SPMD_CPU
-  FILE *f = std::fopen(argv[1], "w");
-  if (!f) {
-    std::perror(argv[1]);
-    return 1;
+  if (!check) {
+    FILE *f = std::fopen(argv[1], "w");
+    if (!f) {
+      std::perror(argv[1]);
+      return 1;
+    }
+    for (auto &[name, v] : got) {
+      std::fprintf(f, "%s %zu", name.c_str(), v.size());
+      for (float e : v)
+        std::fprintf(f, " %.9e", double(e));
+      std::fprintf(f, "\n");
+    }
+    std::fclose(f);
+    std::printf("cpu: %zu states written to %s\n", got.size(), argv[1]);
+    return 0;
   }
-  for (auto &[name, v] : got) {
-    std::fprintf(f, "%s %zu", name.c_str(), v.size());
-    for (float e : v)
-      std::fprintf(f, " %.9e", double(e));
-    std::fprintf(f, "\n");
-  }
-  std::fclose(f);
-  std::printf("cpu: %zu states written to %s\n", got.size(), argv[1]);
-  return 0;
-#else
   FILE *f = std::fopen(argv[1], "r");
   if (!f) {
     std::perror(argv[1]);
     return 1;
   }
   double worst = 0;
+  std::string worstState;
   size_t compared = 0, values = 0;
   char name[512];
   size_t n = 0;
@@ -199,18 +210,29 @@ int main(int argc, char **argv) {
       ok = false;
       continue;
     }
-    for (size_t j = 0; j < n; ++j)
-      worst = std::fmax(worst, std::fabs(double(it->second[j]) - ref[j]) /
-                                   std::fmax(1.0, std::fabs(ref[j])));
+    double stateWorst = 0;
+    for (size_t j = 0; j < n; ++j) {
+      double d = std::fabs(double(it->second[j]) - ref[j]) /
+                 std::fmax(1.0, std::fabs(ref[j]));
+      if (d > stateWorst || std::isnan(d))
+        stateWorst = d;
+      if (d > worst || std::isnan(d)) {
+        worst = d;
+        worstState = name;
+      }
+    }
+    if (rank == 0 && !(stateWorst < 1e-5) && std::getenv("SPMD_STEP_VERBOSE"))
+      std::printf("  %s: %.1e (first values: gpu %g, cpu %g)\n", name,
+                  stateWorst, double(it->second[0]), ref[0]);
     ++compared;
     values += n;
   }
   std::fclose(f);
   ok = ok && compared == got.size() && worst < 1e-5 && !std::isnan(worst);
   std::printf("bridge step: rank %d of %d, %zu states (%zu values) after 3 "
-              "steps vs the CPU path, max relative deviation %.1e: %s\n",
-              rank, size, compared, values, worst, ok ? "OK" : "WRONG");
+              "steps vs the CPU path, max relative deviation %.1e%s%s: %s\n",
+              rank, size, compared, values, worst, ok ? "" : " in ",
+              ok ? "" : worstState.c_str(), ok ? "OK" : "WRONG");
   spmdFinalize();
   return ok ? 0 : 1;
-#endif
 }
