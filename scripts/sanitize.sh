@@ -51,6 +51,7 @@ export SPMD_SANITIZE_BUILD
 
 # Run (not sourced): the sanitized lit subset.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-  filter=$("$SPMD_PYTHON" "$SPMD_ROOT/scripts/sanitizer_tests.py" "$SPMD_ROOT/test")
-  exec "${SPMD_LIT[@]}" -sv --filter "$filter" "$@" "$SPMD_SANITIZE_BUILD/test"
+  mapfile -t sanitized < <("$SPMD_PYTHON" "$SPMD_ROOT/scripts/sanitizer_tests.py" \
+    "$SPMD_ROOT/test" --under "$SPMD_SANITIZE_BUILD/test")
+  exec "${SPMD_LIT[@]}" -sv "$@" "${sanitized[@]}"
 fi

@@ -4,7 +4,10 @@ spmd-gpu-opt) and nothing else but FileCheck and shell glue (not, count,
 split-file, sed, diff): the tests the sanitizer build runs
 (scripts/sanitize.sh).
 
-    sanitizer_tests.py TEST_DIR [--list]
+    sanitizer_tests.py TEST_DIR [--list | --under BUILD_TEST_DIR]
+
+--under prints the tests' paths in a build's test folder (one a line), for
+lit to run exactly those (no excluded tests in its report).
 """
 
 import pathlib
@@ -64,6 +67,9 @@ def main(argv):
     tests = list(selected(root))
     if "--list" in argv:
         print("\n".join(tests))
+    elif "--under" in argv:
+        build = pathlib.Path(argv[argv.index("--under") + 1])
+        print("\n".join(str(build / t) for t in tests))
     else:
         print(":: (" + "|".join(re.escape(t) for t in tests) + ")$")
     return 0 if tests else 1
