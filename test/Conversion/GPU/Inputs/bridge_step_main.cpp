@@ -14,6 +14,7 @@
 // typical values and not compared.
 //
 //   bridge_step_cpu OUT.txt   bridge_step_cpu --check REF.txt   bridge_step_gpu REF.txt
+//   (SPMD_STEP_VERBOSE=1: rank 0 lists every state that deviates)
 #include "../../../../bench/gpu/StepDriver.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
