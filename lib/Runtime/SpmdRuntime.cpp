@@ -212,8 +212,8 @@ bool sameOnAllRanks(MPI_Comm comm, uint64_t value, const char *call,
 
 /// In check mode, verifies that every rank of `comm` is making the same call;
 /// a mismatch would otherwise hang or corrupt memory.
-void checkSameCall(MPI_Comm comm, const char *call,
-                   std::initializer_list<int64_t> fields) {
+void checkSameCall(MPI_Comm comm, const char *call, int64_t meshShape,
+                   int64_t axesMask, std::initializer_list<int64_t> fields) {
   if (!rt().checkCalls)
     return;
   uint64_t hash = 1469598103934665603ull;
@@ -225,7 +225,7 @@ void checkSameCall(MPI_Comm comm, const char *call,
     mix(static_cast<unsigned char>(*c));
   for (int64_t f : fields)
     mix(static_cast<uint64_t>(f));
-  if (!sameOnAllRanks(comm, hash, call))
+  if (!sameOnAllRanks(comm, hash, call, meshShape, axesMask))
     fail(call, "the ranks of the group disagree on the call (collective kind, "
                "element type or sizes differ)");
 }
@@ -328,7 +328,7 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
   const char *call = "all_reduce";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
-  checkSameCall(comm, call, {count, dtype, kind});
+  checkSameCall(comm, call, meshShape, axesMask, {count, dtype, kind});
   Pending p(call, meshShape, axesMask);
   p.send.assign(static_cast<char *>(ptr(in)),
                 static_cast<char *>(ptr(in)) + count * typeSize(dtype));
@@ -347,7 +347,7 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
   const char *call = "all_gather";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
-  checkSameCall(comm, call, {outer, dim, inner, dtype});
+  checkSameCall(comm, call, meshShape, axesMask, {outer, dim, inner, dtype});
   size_t elem = typeSize(dtype);
   size_t chunk = static_cast<size_t>(outer * dim * inner);
   Pending p(call, meshShape, axesMask);
@@ -382,7 +382,8 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
   const char *call = "reduce_scatter";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
-  checkSameCall(comm, call, {outer, dim, inner, dtype, kind});
+  checkSameCall(comm, call, meshShape, axesMask,
+                {outer, dim, inner, dtype, kind});
   if (dim % n != 0)
     fail(call, "dimension %lld is not divisible by the group size %d",
          static_cast<long long>(dim), n);
@@ -416,7 +417,8 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
   const char *call = "all_to_all";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
-  checkSameCall(comm, call, {d0, d1, d2, d3, splitDim, concatDim, dtype});
+  checkSameCall(comm, call, meshShape, axesMask,
+                {d0, d1, d2, d3, splitDim, concatDim, dtype});
   std::array<int64_t, 4> shape = {d0, d1, d2, d3};
   if (splitDim < 0 || splitDim > 3 || concatDim < 0 || concatDim > 3)
     fail(call, "dimensions out of range");
@@ -474,7 +476,7 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
   const char *call = "broadcast";
   int n = 1;
   MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
-  checkSameCall(comm, call, {count, dtype, root});
+  checkSameCall(comm, call, meshShape, axesMask, {count, dtype, root});
   if (root < 0 || root >= n)
     fail(call, "root %lld is out of range for a group of %d",
          static_cast<long long>(root), n);
