@@ -35,7 +35,13 @@ def ConvertSpmdToRuntimePass
       `spmd_register_state()`, called on entry of every function that
       touches state, registers each global by name (size, element type)
       with the runtime, so the host reads and writes state in place by name
-      (`spmdStateBind`).
+      (`spmdStateBind`);
+    - every public function that communicates (a collective, a local slice
+      or a rank query) starts with `spmdProgramCheck(hash, name)`: the hash
+      is of the local module as printed without locations, and on the
+      function's first call the runtime checks that every rank has the same
+      (ranks given different programs stop with an error instead of hanging
+      or diverging).
 
     A group is passed as the mesh shape packed 16 bits per axis and a bit
     mask of the axes. Unsupported, with a diagnostic: futures not consumed
