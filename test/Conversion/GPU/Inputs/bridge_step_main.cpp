@@ -13,8 +13,10 @@
 // float options (`optimizer.param_groups.G.lr`, ...: f64), which are set to
 // typical values and not compared.
 //
-//   bridge_step_cpu OUT.txt   bridge_step_cpu --check REF.txt   bridge_step_gpu REF.txt
-//   (SPMD_STEP_VERBOSE=1: rank 0 lists every state that deviates)
+//   bridge_step_cpu OUT.txt           (the CPU path: writes the reference)
+//   bridge_step_cpu --check REF.txt   (the CPU path on N ranks vs REF)
+//   bridge_step_gpu REF.txt           (the GPU path vs REF)
+// SPMD_STEP_VERBOSE=1: rank 0 lists every state that deviates.
 #include "../../../../bench/gpu/StepDriver.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
