@@ -20,7 +20,7 @@ it and caches the result; later calls with the same shapes run it.
 
 from .api import DataParallel, Override, compile, run_passes
 from .placement import Placement, Replicate, Shard, override_placement
-from ._decompositions import UnsupportedError
+from ._errors import UnsupportedError
 from ._toolchain import CompileError
 from ._runtime import rank, world_size
 

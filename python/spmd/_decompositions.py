@@ -16,11 +16,9 @@ import torch
 from torch._decomp import get_decompositions
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
+from ._errors import UnsupportedError
+
 aten = torch.ops.aten
-
-
-class UnsupportedError(RuntimeError):
-    """A construct the bridge cannot compile; the message names it."""
 
 
 def _nll_loss_backward(grad_output, self, target, weight, reduction,
@@ -88,7 +86,8 @@ def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
                               scale_grad_by_freq):
     if scale_grad_by_freq:
         raise UnsupportedError(
-            "nn.Embedding(scale_grad_by_freq=True) is not supported")
+            "nn.Embedding(scale_grad_by_freq=True) is not supported",
+            hint="use scale_grad_by_freq=False")
     dim = grad_output.shape[-1]
     flat = indices.reshape(-1, 1)
     rows = torch.arange(num_weights, device=indices.device).unsqueeze(0)

@@ -16,7 +16,7 @@ from torch_mlir import fx, ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_importer import FxImporter
 
-from ._decompositions import UnsupportedError
+from ._errors import UnsupportedError
 from ._trace import user_frame
 
 # Dialects of linalg-on-tensors IR that spmd-opt parses, distributes and
@@ -92,6 +92,12 @@ def _aten_ops_at(graph, location):
     return ops
 
 
+# What a user can do about an op the pipeline cannot compile.
+_OUTSIDE_HINT = ("compute it outside the compiled step (before or after the "
+                 "call), or swap the module that calls it for a traceable "
+                 "one with an spmd.Override")
+
+
 def _check_dialects(text: str, graph):
     expand = _resolve_locations(text)
     lines = text.splitlines()
@@ -107,7 +113,8 @@ def _check_dialects(text: str, graph):
             f"spmd.compile: torch-mlir lowers "
             f"{' / '.join(aten) if aten else 'an op'} to {op}, which spmd "
             "cannot compile (it takes linalg, tensor, arith and math)"
-            + (f"\n  at {_source_line(where)}" if where else ""))
+            + (f"\n  at {_source_line(where)}" if where else ""),
+            hint=_OUTSIDE_HINT)
 
 
 def _import_error(diagnostics, err: Exception, graph: torch.fx.GraphModule):
@@ -131,7 +138,8 @@ def _import_error(diagnostics, err: Exception, graph: torch.fx.GraphModule):
         f"spmd.compile: torch-mlir cannot lower {op or 'the traced graph'} "
         "to linalg"
         + (f"\n  at {_source_line(location)}" if location else "")
-        + f"\n  torch-mlir: {first.strip()[:300]}") from None
+        + f"\n  torch-mlir: {first.strip()[:300]}",
+        hint=_OUTSIDE_HINT) from None
 
 
 def import_graph(graph: torch.fx.GraphModule, name: str) -> str:

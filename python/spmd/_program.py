@@ -24,7 +24,7 @@ from typing import List
 
 import torch
 
-from ._decompositions import UnsupportedError
+from ._errors import UnsupportedError
 from ._trace import Traced
 from .placement import Shard
 
@@ -196,7 +196,9 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
         if params[n].dtype != torch.float32:
             raise UnsupportedError(
                 f"spmd.compile: optimizers update float32 parameters; {n} is "
-                f"{params[n].dtype}")
+                f"{params[n].dtype}",
+                hint="keep float32 parameters (model.float()) and use "
+                "torch.autocast in the step for bfloat16 compute")
     p_list = ", ".join(values[n] for n in names)
     g_list = ", ".join(grads[n] for n in names)
 
@@ -316,4 +318,6 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
     else:
         raise UnsupportedError(
             f"spmd.compile: optimizer {kind} is not supported (supported: "
-            "torch.optim.SGD, Adam, AdamW)")
+            "torch.optim.SGD, Adam, AdamW)",
+            hint="use one of those, or update the parameters after the "
+            "compiled step returns its gradients")

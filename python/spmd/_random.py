@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 import torch
 
-from ._decompositions import UnsupportedError
+from ._errors import UnsupportedError
 
 aten = torch.ops.aten
 
@@ -67,7 +67,7 @@ def _words(shape, device):
     seed."""
     if _current is None:
         raise UnsupportedError("spmd.compile: a random op outside a traced "
-                               "step")
+                               "step", hint="call it inside the step")
     n = math.prod(shape)
     first = _current.drawn
     _current.drawn += n
@@ -122,7 +122,8 @@ def _no_generator(generator, op):
         raise UnsupportedError(
             f"spmd.compile: {op} with an explicit torch.Generator is not "
             "supported (the step's numbers come from its own Philox stream, "
-            "seeded from the default generator)")
+            "seeded from the default generator)",
+            hint="drop generator= and seed with torch.manual_seed")
 
 
 def _float_dtype(dtype):

@@ -4,12 +4,13 @@ libSpmdRuntime is loaded with RTLD_GLOBAL (Open MPI's plugins resolve MPI
 symbols globally) and initialized once; MPI is finalized at exit so mpirun
 sees every rank end cleanly.
 
-An exception that no one catches on one rank of a multi-rank job takes the
-whole job down (spmdAbort) right after its traceback is printed: the other
-ranks would otherwise wait for this one in their next collective forever.
-Ranks other than 0 wait a moment before printing, so that when every rank
-fails the same way (a tracing error, say) rank 0's abort ends the job first
-and the error is printed once.
+A compile error the ranks agreed on (_errors.py) is printed once and every
+rank exits with status 1. Any other exception that no one catches on one
+rank of a multi-rank job takes the whole job down (spmdAbort) right after
+its traceback is printed: the other ranks would otherwise wait for this one
+in their next collective forever. Ranks other than 0 wait a moment before
+printing, so that when every rank fails the same way rank 0's abort ends the
+job first and the error is printed once.
 """
 
 import atexit
@@ -20,6 +21,7 @@ import time
 
 import torch
 
+from . import _errors
 from ._toolchain import runtime_library
 
 _lib = None
@@ -45,8 +47,7 @@ def runtime():
         lib.spmdInit()
     atexit.register(lib.spmdFinalize)
     _lib = lib
-    if lib.spmdWorldSize() > 1:
-        _abort_on_uncaught_exceptions(lib)
+    _report_uncaught_exceptions(lib)
     return lib
 
 
@@ -54,11 +55,16 @@ def runtime():
 _REPORT_DELAY = 2.0
 
 
-def _abort_on_uncaught_exceptions(lib):
+def _report_uncaught_exceptions(lib):
     previous = sys.excepthook
-    rank = lib.spmdWorldRank()
+    rank, world = lib.spmdWorldRank(), lib.spmdWorldSize()
 
     def hook(exc_type, exc, tb):
+        if _errors.report(exc_type, exc, tb, rank, world):
+            return  # every rank raised it: all exit, MPI finalizes
+        if world == 1:
+            previous(exc_type, exc, tb)
+            return
         if rank != 0 and not issubclass(exc_type, KeyboardInterrupt):
             time.sleep(_REPORT_DELAY)
         previous(exc_type, exc, tb)
@@ -90,6 +96,16 @@ def _all_reduce_i64(value: int, kind: int) -> int:
 def all_ranks_max(value: int) -> int:
     """The largest of every rank's `value` (a status flag exchange)."""
     return _all_reduce_i64(value, 2)  # SPMD_MAX
+
+
+def all_ranks_min(value: int) -> int:
+    """The smallest of every rank's `value`."""
+    return _all_reduce_i64(value, 3)  # SPMD_MIN
+
+
+def agree_on_failure(error):
+    """Raises on every rank when any rank's `error` is set (see _errors)."""
+    _errors.agree_on_failure(error, world_size(), rank(), all_ranks_min)
 
 
 def all_ranks_agree(value: int) -> bool:

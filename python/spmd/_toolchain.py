@@ -13,11 +13,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ._errors import CompileError
+
 LLVM_PREFIX = Path(os.environ.get("SPMD_LLVM_PREFIX", "/usr/lib/llvm-22"))
-
-
-class CompileError(RuntimeError):
-    """A step of the compilation failed; the message says which and why."""
 
 
 def source_root() -> Path:

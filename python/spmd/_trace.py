@@ -12,6 +12,7 @@ gradient per optimized parameter that has one.
 import contextlib
 import os
 import re
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
@@ -28,6 +29,7 @@ from .placement import Placement, Replicate, Shard
 # Element types the compiled program and the runtime handle.
 SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32,
                     torch.bool}
+_SUPPORTED_NAMES = "float32, float64, int64, int32, bool"
 
 
 @dataclass
@@ -79,6 +81,16 @@ def user_frame(stack_trace: Optional[str]) -> Optional[str]:
     return None
 
 
+def _innermost_user_frame(tb) -> Optional[str]:
+    """`file:line: code` of the innermost frame of `tb` outside torch and
+    spmd (where an exception in tracing came from)."""
+    for frame in reversed(traceback.extract_tb(tb)):
+        if not frame.filename.startswith(_OWN_DIRS) and \
+                not frame.filename.startswith("<"):
+            return f"{frame.filename}:{frame.lineno}: {frame.line}"
+    return None
+
+
 def node_frame(node) -> Optional[str]:
     """user_frame of `node`, or of the closest node before it that has a
     stack trace (decompositions leave some nodes without one)."""
@@ -98,10 +110,13 @@ def _find_model_and_optimizer(leaves):
     if len(modules) != 1:
         raise UnsupportedError(
             f"spmd.compile: the step must take exactly one torch.nn.Module "
-            f"argument (found {len(modules)})")
+            f"argument (found {len(modules)})",
+            hint="pass the model as one argument (wrap several modules in "
+            "one nn.Module)")
     if len(optimizers) > 1:
         raise UnsupportedError(
-            "spmd.compile: the step takes more than one optimizer")
+            "spmd.compile: the step takes more than one optimizer",
+            hint="use one optimizer with a param group per setting")
     return modules[0], (optimizers[0] if optimizers else None)
 
 
@@ -117,11 +132,16 @@ class _OptimizerCapture:
     def _step(self, closure=None):
         if closure is not None:
             raise UnsupportedError(
-                "spmd.compile: optimizer.step(closure) is not supported")
+                "spmd.compile: optimizer.step(closure) is not supported",
+                hint="compute the loss in the step and call "
+                "optimizer.step() without a closure")
         if self.grads is not None:
             raise UnsupportedError(
                 "spmd.compile: optimizer.step() is called more than once in "
-                "one train step")
+                "one train step",
+                hint="accumulate over micro-batches with one backward() each "
+                "and call optimizer.step() once, or compile a step per "
+                "update")
         self.grads = [[p.grad for p in group["params"]]
                       for group in self.optimizer.param_groups]
 
@@ -157,7 +177,8 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
                 if id(p) not in name_of:
                     raise UnsupportedError(
                         "spmd.compile: the optimizer updates a tensor that is "
-                        "not a parameter of the model")
+                        "not a parameter of the model",
+                        hint="build the optimizer from model.parameters()")
 
     inputs = []
     for i, leaf in enumerate(leaves):
@@ -166,18 +187,24 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
         if leaf.device.type != "cpu":
             raise UnsupportedError(
                 f"spmd.compile: input {len(inputs)} is on {leaf.device}; "
-                "compiled steps run on the CPU (pass CPU tensors)")
+                "compiled steps run on the CPU",
+                hint="pass CPU tensors (x.cpu())")
         placement = getattr(leaf, "_spmd_placement", default)
         shape = tuple(leaf.shape)
         if leaf.dtype not in SUPPORTED_DTYPES:
             raise UnsupportedError(
                 f"spmd.compile: input {len(inputs)} has dtype {leaf.dtype}; "
-                f"supported: float32, float64, int64, int32, bool")
+                f"supported: {_SUPPORTED_NAMES}",
+                hint="cast it before the call (x.float()); for mixed "
+                "precision keep float32 inputs and use torch.autocast in "
+                "the step")
         if isinstance(placement, Shard):
             if placement.dim >= len(shape):
                 raise UnsupportedError(
                     f"spmd.compile: input {len(inputs)} of shape "
-                    f"{list(shape)} cannot be Shard({placement.dim})")
+                    f"{list(shape)} cannot be Shard({placement.dim})",
+                    hint="mark it spmd.override_placement(x, Replicate()) or "
+                    "shard a dimension it has")
             glob = list(shape)
             glob[placement.dim] *= world
             glob = tuple(glob)
@@ -189,11 +216,13 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
         if t.device.type != "cpu":
             raise UnsupportedError(
                 f"spmd.compile: {name} is on {t.device}; compiled steps run "
-                "on the CPU (model.cpu())")
+                "on the CPU", hint="move the model to the CPU (model.cpu())")
         if t.dtype not in SUPPORTED_DTYPES:
             raise UnsupportedError(
                 f"spmd.compile: {name} has dtype {t.dtype}; supported: "
-                "float32, float64, int64, int32, bool")
+                f"{_SUPPORTED_NAMES}",
+                hint="keep float32 parameters (model.float()) and use "
+                "torch.autocast in the step for bfloat16 compute")
 
     param_names = list(named_params)
     buffer_names = list(named_buffers)
@@ -222,7 +251,8 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
         if not all(isinstance(o, torch.Tensor) for o in out_leaves):
             raise UnsupportedError(
                 "spmd.compile: the step may only return tensors (or nested "
-                "tuples/lists/dicts of them)")
+                "tuples/lists/dicts of them)",
+                hint="return the tensor and call .item() after the step")
         result["num_outputs"] = len(out_leaves)
         result["output_spec"] = out_spec
         grads, grad_names = [], []
@@ -230,7 +260,9 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
             if capture.grads is None:
                 raise UnsupportedError(
                     "spmd.compile: the step takes an optimizer but never "
-                    "calls its step()")
+                    "calls its step()",
+                    hint="call optimizer.step() in the step, or do not pass "
+                    "the optimizer")
             for group, group_grads in zip(optimizer.param_groups,
                                           capture.grads):
                 for p, g in zip(group["params"], group_grads):
@@ -257,11 +289,19 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     except UnsupportedError:
         raise
     except Exception as err:  # make_fx: data-dependent control flow, ...
+        where = _innermost_user_frame(err.__traceback__)
+        # make_fx's own limits (a guard on a data-dependent value) get the
+        # how-to; any other exception is the step's own error.
+        dynamic = "DataDependent" in type(err).__name__
         raise UnsupportedError(
             f"spmd.compile: tracing the step failed ({type(err).__name__}): "
             f"{str(err).strip().splitlines()[0] if str(err).strip() else ''}"
-            "\n  (steps must be traceable by make_fx: no data-dependent "
-            "Python control flow or shapes)") from err
+            + (f"\n  at {where}" if where else "")
+            + ("\n  (steps must be traceable by make_fx: no data-dependent "
+               "Python control flow or shapes)" if dynamic else ""),
+            hint="keep branches on tensor values, .item() and "
+            "data-dependent shapes out of the step, or express them with "
+            "torch.where" if dynamic else None) from err
     placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
     _check_graph(graph, set(placeholders[len(params):
                                          len(params) + len(buffers)]))
@@ -324,7 +364,8 @@ def _check_graph(graph: torch.fx.GraphModule, buffers=frozenset()):
                 raise UnsupportedError(
                     f"spmd.compile: {node.target} computes a {v.dtype} "
                     f"tensor, which spmd does not support"
-                    + (f"\n  at {where}" if where else ""))
+                    + (f"\n  at {where}" if where else ""),
+                    hint=f"compute in {_SUPPORTED_NAMES}")
         if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags",
                                                           ()):
             where = node_frame(node)
@@ -332,7 +373,9 @@ def _check_graph(graph: torch.fx.GraphModule, buffers=frozenset()):
                 f"spmd.compile: {node.target} draws random numbers in a way "
                 "spmd does not support (supported: dropout, rand, randn, "
                 "bernoulli, uniform_, normal_ and their _like forms)"
-                + (f"\n  at {where}" if where else ""))
+                + (f"\n  at {where}" if where else ""),
+                hint="draw these numbers outside the step and pass them in, "
+                "or use a supported form (e.g. torch.rand and a comparison)")
         schema = getattr(node.target, "_schema", None)
         if schema is not None and schema.is_mutable and any(
                 _written(node, i, a).op == "placeholder"
@@ -344,7 +387,9 @@ def _check_graph(graph: torch.fx.GraphModule, buffers=frozenset()):
             raise UnsupportedError(
                 f"spmd.compile: {node.target} updates a parameter or an input "
                 "in place, which is not supported (buffers may be updated)"
-                + (f"\n  at {where}" if where else ""))
+                + (f"\n  at {where}" if where else ""),
+                hint="change parameters only through the optimizer; keep "
+                "state the forward updates in a buffer (register_buffer)")
 
 
 def _functionalize(graph, flat_inputs):

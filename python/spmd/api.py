@@ -13,7 +13,7 @@ from torch.nn.utils._named_member_accessor import NamedMemberAccessor
 from torch.utils import _pytree as pytree
 
 from . import _importer, _program, _runtime, _toolchain, _trace
-from ._decompositions import UnsupportedError
+from ._errors import UnsupportedError
 from ._executable import Executable
 from .placement import Placement, Shard
 
@@ -96,21 +96,16 @@ def _model_prefix(model) -> str:
     return _MODEL_PREFIX[model]
 
 
-def _build_where(here: bool, text: str, pipeline: str, who: str):
+def _build_where(here: bool, text: str, pipeline: str):
     """Compiles on the ranks where `here` holds; every rank learns whether
     any of them failed (and raises), so none waits in a later collective."""
     error = None
     if here:
         try:
             _toolchain.compile_module(text, pipeline)
-        except Exception as err:  # reported on every rank below
+        except Exception as err:  # reported once, by the lowest failing rank
             error = err
-    failed = _runtime.all_ranks_max(1 if error is not None else 0)
-    if error is not None:
-        raise error
-    if failed:
-        raise _toolchain.CompileError(
-            f"spmd.compile: compilation failed on {who}")
+    _runtime.agree_on_failure(error)
 
 
 def _optimizer_structure(optimizer):
@@ -178,6 +173,27 @@ class CompiledStep:
         return tuple(key)
 
     def _compile(self, args, kwargs):
+        # Every rank traces; an error on any rank stops all of them (and is
+        # printed once) before rank 0 starts building.
+        program, error = None, None
+        try:
+            traced, program = self._trace(args, kwargs)
+        except Exception as err:
+            error = err
+        _runtime.agree_on_failure(error)
+        pipeline = _toolchain.pipeline(self.passes)
+        # Rank 0 builds; the others wait for its verdict (an error on rank 0
+        # must not leave them blocked in the next collective). A rank that
+        # does not share rank 0's cache (another node) then builds too.
+        library = _toolchain.library_path(program.text, pipeline)
+        _build_where(_runtime.rank() == 0, program.text, pipeline)
+        _build_where(not library.exists(), program.text, pipeline)
+        if traced.rng_draws and self.random is None:
+            self.random = _RandomStream()
+        return Executable(library, traced, program, self.random)
+
+    def _trace(self, args, kwargs):
+        """The traced step and its global program (this rank's work)."""
         world = _runtime.world_size()
         leaves, _ = pytree.tree_flatten((args, kwargs))
         model = next((x for x in leaves if isinstance(x, torch.nn.Module)),
@@ -194,18 +210,7 @@ class CompiledStep:
                                  index=next(_PROGRAMS))
         for override in self.overrides:
             program.text = override.transform(program.text)
-        pipeline = _toolchain.pipeline(self.passes)
-        # Rank 0 builds; the others wait for its verdict (an error on rank 0
-        # must not leave them blocked in the next collective). A rank that
-        # does not share rank 0's cache (another node) then builds too.
-        library = _toolchain.library_path(program.text, pipeline)
-        _build_where(_runtime.rank() == 0, program.text, pipeline,
-                     "rank 0 (see its error)")
-        _build_where(not library.exists(), program.text, pipeline,
-                     "another rank")
-        if traced.rng_draws and self.random is None:
-            self.random = _RandomStream()
-        return Executable(library, traced, program, self.random)
+        return traced, program
 
     def __call__(self, *args, **kwargs):
         # Accepted as in torch.distributed._spmd; every step already leaves
@@ -222,12 +227,14 @@ class CompiledStep:
              for k, leaf in zip(key, leaves)]).encode()).digest()
         if not _runtime.all_ranks_agree(
                 int.from_bytes(digest[:8], "little", signed=True)):
-            raise UnsupportedError(
+            _runtime.agree_on_failure(UnsupportedError(
                 "spmd.compile: the ranks called the step with different "
-                "argument shapes, dtypes or placements (every rank must pass "
-                "its equal share of the global batch); this rank: "
+                "argument shapes, dtypes or placements; rank "
+                f"{_runtime.rank()}: "
                 + ", ".join(f"{list(k[1])} {k[2]}" for k in key
-                            if k[0] == "T"))
+                            if k[0] == "T"),
+                hint="give every rank an equal share of the global batch "
+                "(DataLoader(drop_last=True) with a DistributedSampler)"))
         executable = self.cache.get(key)
         if executable is None:
             executable = self._compile(args, kwargs)
@@ -253,8 +260,9 @@ def compile(module_override: Optional[List[Override]] = None,
     """
     if gm_transformation is not None:
         raise UnsupportedError(
-            "spmd.compile: gm_transformation is not supported; use passes= "
-            "or Override.transform to change the program")
+            "spmd.compile: gm_transformation is not supported",
+            hint="pass passes= or an Override.transform to change the "
+            "program (it is compiled by MLIR passes, not FX)")
 
     def wrap(fn):
         return CompiledStep(fn, module_override, passes, parallel)

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Steps spmd.compile must reject at compile time with the op (or dtype)
-and the user's source line: prints each error's message.
+"""Steps spmd.compile must reject at compile time with the op (or dtype),
+the user's source line and what to do instead: prints each error's message.
 
-    python3 error_check.py CASE
+    python3 error_check.py CASE            # catches the error, prints it
+    python3 error_check.py CASE uncaught   # leaves it to the exception hook
 """
 
 import sys
@@ -123,6 +124,8 @@ def main():
         opt.zero_grad()
         return loss
 
+    if sys.argv[2:] == ["uncaught"]:
+        train_step(model, opt, torch.randn(4, 4))  # LINE-call
     try:
         train_step(model, opt, torch.randn(4, 4))
     except spmd.UnsupportedError as err:
