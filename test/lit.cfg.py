@@ -79,6 +79,16 @@ if mpirun:
     config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
     config.substitutions.append(
         ("%mpirun", "timeout 120 " + mpirun + " --oversubscribe --bind-to none -np"))
+# The Gloo backend (libgloo-dev): `%gloo DIR` runs a command on Gloo with the
+# file store DIR (mpirun only launches), `%torchrun N` launches N ranks as
+# PyTorch users do.
+if config.spmd_have_gloo:
+    config.available_features.add("gloo")
+    config.substitutions.append(
+        ("%gloo", "env SPMD_BACKEND=gloo SPMD_GLOO_STORE="))
+config.substitutions.append(
+    ("%torchrun", f"timeout 300 {config.python_executable} -m "
+     "torch.distributed.run --standalone --nproc_per_node"))
 config.substitutions.append(("%spmd_lib_dir", os.path.join(config.spmd_obj_root, "lib")))
 # Ahead-of-time programs: the host triple (MLIR emits none; without one LLVM
 # assumes no C library) and a C++ compile+link against the runtime.

@@ -1,12 +1,18 @@
-//===- SpmdRuntime.cpp - MPI collectives and state for spmd programs ------===//
+//===- SpmdRuntime.cpp - collectives and state for spmd programs ----------===//
+//
+// The C ABI of libSpmdRuntime: packs chunks for the collectives, checks calls
+// and timeouts, keeps the state registry. A Backend (Backend.h) moves the
+// bytes: MPI under mpirun, Gloo under torchrun.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 
+#include "Backend.h"
 #include "JobChecks.h"
 #include "MeshGroup.h"
 
 #include <malloc.h>
-#include <mpi.h>
 
 #include <array>
 #include <chrono>
@@ -16,11 +22,16 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+using spmd::runtime::Backend;
+using spmd::runtime::Group;
+using spmd::runtime::Request;
 
 namespace {
 
@@ -32,19 +43,19 @@ struct Pending {
       : call(call), meshShape(meshShape), axesMask(axesMask) {}
   const char *call;
   int64_t meshShape, axesMask;
-  MPI_Request request = MPI_REQUEST_NULL;
+  std::unique_ptr<Request> request;
   std::vector<char> send, recv;
   std::function<void(Pending &)> finish;
 };
 
 struct Runtime {
+  std::unique_ptr<Backend> backend;
   std::map<int64_t, Pending> pending;
   int64_t lastHandle = 0;
   bool initialized = false;
   /// SPMD_RUNTIME_CHECK=1: every collective first checks that all ranks of
   /// its group make the same call (kind, element type, sizes).
   bool checkCalls = false;
-  bool ownsMpi = false;
   /// SPMD_TIMEOUT: seconds a rank waits for the others in one collective
   /// before it takes the job down (<= 0: forever).
   double timeout = spmd::runtime::kDefaultTimeoutSeconds;
@@ -52,7 +63,7 @@ struct Runtime {
   std::set<uint64_t> checkedPrograms;
   int rank = 0;
   int size = 1;
-  std::map<std::pair<int64_t, int64_t>, MPI_Comm> comms;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Group>> groups;
   struct State {
     std::string name;
     void *data;
@@ -73,37 +84,29 @@ Runtime &rt() {
   va_start(args, fmt);
   std::vsnprintf(message, sizeof(message), fmt, args);
   va_end(args);
-  int initialized = 0;
-  MPI_Initialized(&initialized);
+  Runtime &r = rt();
   std::fprintf(stderr, "spmd runtime: rank %d: %s: %s\n",
-               initialized ? rt().rank : -1, call, message);
+               r.backend ? r.rank : -1, call, message);
   std::fflush(stderr);
-  if (initialized)
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort();
-}
-
-void check(int code, const char *call, const char *what) {
-  if (code == MPI_SUCCESS)
-    return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  fail(call, "%s failed: %s", what, text);
+  if (r.backend)
+    r.backend->abortJob();
+  std::_Exit(1); // no job to take down yet: this process ends
 }
 
 /// Waits for `request` for at most the run's timeout; past it, the job ends
-/// with what was waited for. MPI_Wait cannot time out, so this polls.
-void waitTimed(MPI_Request &request, const char *call, int64_t meshShape,
+/// with what was waited for. Backends cannot time out a wait, so this polls.
+void waitTimed(Request &request, const char *call, int64_t meshShape,
                int64_t axesMask) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
-  double timeout = rt().timeout;
+  Runtime &r = rt();
+  double timeout = r.timeout;
+  std::string error;
   for (unsigned spins = 0;; ++spins) {
-    int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call, "MPI_Test");
-    if (done)
+    if (r.backend->test(request, error))
       return;
+    if (!error.empty())
+      fail(call, "%s", error.c_str());
     // Spin first (a collective usually completes within microseconds),
     // then yield the core to the ranks it is waiting for.
     if (spins < 1024)
@@ -128,91 +131,73 @@ void ensureInit() {
     spmdInit();
 }
 
-MPI_Datatype mpiType(int32_t dtype, const char *call) {
-  switch (dtype) {
-  case SPMD_F32:
-    return MPI_FLOAT;
-  case SPMD_F64:
-    return MPI_DOUBLE;
-  case SPMD_I32:
-    return MPI_INT32_T;
-  case SPMD_I64:
-    return MPI_INT64_T;
-  }
-  fail(call, "unknown element type code %d", dtype);
+void checkType(int32_t dtype, const char *call) {
+  ensureInit(); // so that the error names this rank
+  if (dtype < SPMD_F32 || dtype > SPMD_I64)
+    fail(call, "unknown element type code %d", dtype);
 }
 
-size_t typeSize(int32_t dtype) {
-  return dtype == SPMD_F64 || dtype == SPMD_I64 ? 8 : 4;
+void checkKind(int32_t kind, const char *call) {
+  if (kind < SPMD_SUM || kind > SPMD_PROD)
+    fail(call, "unknown reduction kind %d", kind);
 }
 
-MPI_Op mpiOp(int32_t kind, const char *call) {
-  switch (kind) {
-  case SPMD_SUM:
-  case SPMD_AVG:
-    return MPI_SUM;
-  case SPMD_MAX:
-    return MPI_MAX;
-  case SPMD_MIN:
-    return MPI_MIN;
-  case SPMD_PROD:
-    return MPI_PROD;
-  }
-  fail(call, "unknown reduction kind %d", kind);
-}
-
-/// The communicator of the group spanned by `axesMask` that this rank is in.
-/// Created once per (mesh, axes) and cached.
-MPI_Comm groupComm(int64_t meshShape, int64_t axesMask, const char *call,
-                   int *groupSize = nullptr, int *groupRank = nullptr) {
+/// The group spanned by `axesMask` that this rank is in. Joined once per
+/// (mesh, axes) and cached.
+Group &groupOf(int64_t meshShape, int64_t axesMask, const char *call) {
   ensureInit();
   Runtime &r = rt();
   auto key = std::make_pair(meshShape, axesMask);
-  auto it = r.comms.find(key);
-  if (it == r.comms.end()) {
-    spmd::runtime::GroupPosition g =
-        spmd::runtime::groupPosition(meshShape, axesMask, r.rank);
-    if (g.meshSize != r.size)
-      fail(call, "the mesh has %lld ranks but the job has %d",
-           static_cast<long long>(g.meshSize), r.size);
-    // MPI_Comm_split blocks until every rank calls it: a timed barrier
-    // first, so a rank that never comes ends the job instead of hanging it.
-    MPI_Request barrier;
-    check(MPI_Ibarrier(MPI_COMM_WORLD, &barrier), call, "MPI_Ibarrier");
-    waitTimed(barrier, call, meshShape, axesMask);
-    int64_t color = g.color, keyInGroup = g.key;
-    MPI_Comm comm;
-    check(MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(color),
-                         static_cast<int>(keyInGroup), &comm),
-          call, "MPI_Comm_split");
-    it = r.comms.emplace(key, comm).first;
-  }
-  if (groupSize)
-    check(MPI_Comm_size(it->second, groupSize), call, "MPI_Comm_size");
-  if (groupRank)
-    check(MPI_Comm_rank(it->second, groupRank), call, "MPI_Comm_rank");
-  return it->second;
+  auto it = r.groups.find(key);
+  if (it != r.groups.end())
+    return *it->second;
+  spmd::runtime::GroupPosition g =
+      spmd::runtime::groupPosition(meshShape, axesMask, r.rank);
+  if (g.meshSize != r.size)
+    fail(call, "the mesh has %lld ranks but the job has %d",
+         static_cast<long long>(g.meshSize), r.size);
+  std::vector<int64_t> shape = spmd::runtime::unpackMeshShape(meshShape);
+  int groupSize = 1;
+  for (size_t a = 0; a < shape.size(); ++a)
+    if (axesMask & (int64_t(1) << a))
+      groupSize *= static_cast<int>(shape[a]);
+  // Joining blocks until every rank joins: a timed barrier first, so a rank
+  // that never comes ends the job instead of hanging it.
+  std::unique_ptr<Request> barrier = r.backend->barrier(r.backend->world());
+  waitTimed(*barrier, call, meshShape, axesMask);
+  std::string label = "mesh" + std::to_string(meshShape) + "/axes" +
+                      std::to_string(axesMask);
+  std::unique_ptr<Group> group =
+      r.backend->join(g.color, g.key, groupSize, label);
+  if (!group)
+    fail(call, "%s could not form the group of %s", r.backend->name(),
+         spmd::runtime::describeGroup(meshShape, axesMask).c_str());
+  return *r.groups.emplace(key, std::move(group)).first->second;
 }
 
 void *ptr(int64_t address) { return reinterpret_cast<void *>(address); }
 
-/// Whether every rank of `comm` passed the same `value` (one all_reduce of
+/// Whether every rank of `group` passed the same `value` (one all_reduce of
 /// the value and its complement under max, within the timeout).
-bool sameOnAllRanks(MPI_Comm comm, uint64_t value, const char *call,
+bool sameOnAllRanks(Group &group, uint64_t value, const char *call,
                     int64_t meshShape = 0, int64_t axesMask = 0) {
-  uint64_t both[2] = {value, ~value};
-  MPI_Request request;
-  check(MPI_Iallreduce(MPI_IN_PLACE, both, 2, MPI_UINT64_T, MPI_MAX, comm,
-                       &request),
-        call, "MPI_Iallreduce (check)");
-  waitTimed(request, call, meshShape, axesMask);
+  int64_t both[2] = {static_cast<int64_t>(value >> 1),
+                     static_cast<int64_t>((~value) >> 1)};
+  int64_t low[2] = {static_cast<int64_t>(value & 1),
+                    static_cast<int64_t>((~value) & 1)};
+  // Signed max over the 63 high bits and the low bit of v and ~v.
+  int64_t packed[4] = {both[0], both[1], low[0], low[1]};
+  int64_t result[4];
+  std::unique_ptr<Request> request = rt().backend->allReduce(
+      group, packed, result, 4, SPMD_I64, SPMD_MAX);
+  waitTimed(*request, call, meshShape, axesMask);
   // max(v) == v and max(~v) == ~v, i.e. min(v) == v, for every rank's v.
-  return both[0] == value && both[1] == ~value;
+  return std::memcmp(packed, result, sizeof(packed)) == 0;
 }
 
-/// In check mode, verifies that every rank of `comm` is making the same call;
-/// a mismatch would otherwise hang or corrupt memory.
-void checkSameCall(MPI_Comm comm, const char *call, int64_t meshShape,
+/// In check mode, verifies that every rank of `group` is making the same
+/// call; a mismatch would otherwise hang or corrupt memory.
+void checkSameCall(Group &group, const char *call, int64_t meshShape,
                    int64_t axesMask, std::initializer_list<int64_t> fields) {
   if (!rt().checkCalls)
     return;
@@ -225,7 +210,7 @@ void checkSameCall(MPI_Comm comm, const char *call, int64_t meshShape,
     mix(static_cast<unsigned char>(*c));
   for (int64_t f : fields)
     mix(static_cast<uint64_t>(f));
-  if (!sameOnAllRanks(comm, hash, call, meshShape, axesMask))
+  if (!sameOnAllRanks(group, hash, call, meshShape, axesMask))
     fail(call, "the ranks of the group disagree on the call (collective kind, "
                "element type or sizes differ)");
 }
@@ -250,7 +235,36 @@ int64_t track(Pending &&p) {
   return handle;
 }
 
+/// The backend SPMD_BACKEND names, else Gloo when a torchrun-style launcher
+/// started this process (torchrun's agent sets TORCHELASTIC_RUN_ID; others
+/// set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT) outside an mpirun job,
+/// else MPI. The Python bridge applies the same rule to register its store.
+bool wantGloo() {
+  if (const char *name = std::getenv("SPMD_BACKEND"); name && *name) {
+    if (std::strcmp(name, "gloo") == 0)
+      return true;
+    if (std::strcmp(name, "mpi") == 0)
+      return false;
+    fail("spmdInit", "SPMD_BACKEND must be 'mpi' or 'gloo', found '%s'",
+         name);
+  }
+  if (std::getenv("OMPI_COMM_WORLD_SIZE"))
+    return false;
+  if (std::getenv("TORCHELASTIC_RUN_ID"))
+    return true;
+  for (const char *name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
+    if (!std::getenv(name))
+      return false;
+  return true;
+}
+
 } // namespace
+
+namespace spmd::runtime {
+size_t elementSize(int32_t dtype) {
+  return dtype == SPMD_F64 || dtype == SPMD_I64 ? 8 : 4;
+}
+} // namespace spmd::runtime
 
 extern "C" {
 
@@ -258,18 +272,16 @@ void spmdInit(void) {
   Runtime &r = rt();
   if (r.initialized)
     fail("spmdInit", "the runtime is already initialized");
-  int mpiUp = 0;
-  MPI_Initialized(&mpiUp);
-  if (!mpiUp) {
-    int provided = 0;
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) !=
-        MPI_SUCCESS)
-      fail("spmdInit", "MPI_Init_thread failed");
-    r.ownsMpi = true;
-  }
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &r.rank), "spmdInit", "MPI_Comm_rank");
-  check(MPI_Comm_size(MPI_COMM_WORLD, &r.size), "spmdInit", "MPI_Comm_size");
+  std::string error;
+  if (!spmd::runtime::readTimeout(r.timeout, error))
+    fail("spmdInit", "%s", error.c_str());
+  bool gloo = wantGloo();
+  r.backend = gloo ? spmd::runtime::createGlooBackend(r.timeout, error)
+                   : spmd::runtime::createMpiBackend(error);
+  if (!r.backend)
+    fail("spmdInit", "%s", error.c_str());
+  r.rank = r.backend->worldRank();
+  r.size = r.backend->worldSize();
   // A train step allocates and frees the same large buffers every step; by
   // default glibc serves those with mmap/munmap, so every step pays page
   // faults on fresh memory. Keep them in the heap to be reused instead.
@@ -277,31 +289,29 @@ void spmdInit(void) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   const char *check = std::getenv("SPMD_RUNTIME_CHECK");
   r.checkCalls = check && *check && std::strcmp(check, "0") != 0;
-  std::string error;
-  if (!spmd::runtime::readTimeout(r.timeout, error))
-    fail("spmdInit", "%s", error.c_str());
-  if (!spmd::runtime::checkLauncher(r.rank, r.size, "the MPI runtime", error))
+  std::string job = std::string("the ") + r.backend->name() + " runtime";
+  if (!spmd::runtime::checkLauncher(r.rank, r.size, job.c_str(), error))
     fail("spmdInit", "%s", error.c_str());
   r.initialized = true;
-  if (r.ownsMpi)
+  static bool registered = false;
+  if (!registered) {
+    registered = true;
     std::atexit([] {
       if (rt().initialized)
         spmdFinalize();
     });
+  }
 }
 
 void spmdFinalize(void) {
   Runtime &r = rt();
   if (!r.initialized)
     fail("spmdFinalize", "the runtime is not initialized");
-  for (auto &[key, comm] : r.comms)
-    MPI_Comm_free(&comm);
-  r.comms.clear();
+  r.groups.clear();
+  r.pending.clear();
   r.initialized = false;
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (r.ownsMpi && !finalized)
-    MPI_Finalize();
+  r.backend->finalize();
+  r.backend.reset();
 }
 
 int32_t spmdIsInitialized(void) { return rt().initialized; }
@@ -316,26 +326,30 @@ int32_t spmdWorldSize(void) {
   return rt().size;
 }
 
+const char *spmdBackendName(void) {
+  ensureInit();
+  return rt().backend->name();
+}
+
 int64_t spmdAxisIndex(int64_t meshShape, int64_t axesMask) {
-  int groupRank = 0;
-  groupComm(meshShape, axesMask, "spmdAxisIndex", nullptr, &groupRank);
-  return groupRank;
+  return groupOf(meshShape, axesMask, "spmdAxisIndex").rank;
 }
 
 int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
                            int32_t dtype, int32_t kind, int64_t meshShape,
                            int64_t axesMask) {
   const char *call = "all_reduce";
-  int n = 1;
-  MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
-  checkSameCall(comm, call, meshShape, axesMask, {count, dtype, kind});
+  checkType(dtype, call);
+  checkKind(kind, call);
+  Group &group = groupOf(meshShape, axesMask, call);
+  int n = group.size;
+  checkSameCall(group, call, meshShape, axesMask, {count, dtype, kind});
   Pending p(call, meshShape, axesMask);
   p.send.assign(static_cast<char *>(ptr(in)),
-                static_cast<char *>(ptr(in)) + count * typeSize(dtype));
-  check(MPI_Iallreduce(p.send.data(), ptr(out), static_cast<int>(count),
-                       mpiType(dtype, call), mpiOp(kind, call), comm,
-                       &p.request),
-        call, "MPI_Iallreduce");
+                static_cast<char *>(ptr(in)) +
+                    count * spmd::runtime::elementSize(dtype));
+  p.request = rt().backend->allReduce(group, p.send.data(), ptr(out),
+                                      static_cast<size_t>(count), dtype, kind);
   if (kind == SPMD_AVG)
     p.finish = [=](Pending &) { divide(ptr(out), count, dtype, n); };
   return track(std::move(p));
@@ -345,10 +359,11 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
                            int64_t inner, int32_t dtype, int64_t meshShape,
                            int64_t axesMask) {
   const char *call = "all_gather";
-  int n = 1;
-  MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
-  checkSameCall(comm, call, meshShape, axesMask, {outer, dim, inner, dtype});
-  size_t elem = typeSize(dtype);
+  checkType(dtype, call);
+  Group &group = groupOf(meshShape, axesMask, call);
+  int n = group.size;
+  checkSameCall(group, call, meshShape, axesMask, {outer, dim, inner, dtype});
+  size_t elem = spmd::runtime::elementSize(dtype);
   size_t chunk = static_cast<size_t>(outer * dim * inner);
   Pending p(call, meshShape, axesMask);
   p.send.assign(static_cast<char *>(ptr(in)),
@@ -368,10 +383,8 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
                       q.recv.data() + (k * chunk) * elem + o * row, row);
     };
   }
-  check(MPI_Iallgather(p.send.data(), static_cast<int>(chunk),
-                       mpiType(dtype, call), target, static_cast<int>(chunk),
-                       mpiType(dtype, call), comm, &p.request),
-        call, "MPI_Iallgather");
+  p.request =
+      rt().backend->allGather(group, p.send.data(), target, chunk, dtype);
   return track(std::move(p));
 }
 
@@ -380,14 +393,16 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
                                int32_t kind, int64_t meshShape,
                                int64_t axesMask) {
   const char *call = "reduce_scatter";
-  int n = 1;
-  MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
-  checkSameCall(comm, call, meshShape, axesMask,
+  checkType(dtype, call);
+  checkKind(kind, call);
+  Group &group = groupOf(meshShape, axesMask, call);
+  int n = group.size;
+  checkSameCall(group, call, meshShape, axesMask,
                 {outer, dim, inner, dtype, kind});
   if (dim % n != 0)
     fail(call, "dimension %lld is not divisible by the group size %d",
          static_cast<long long>(dim), n);
-  size_t elem = typeSize(dtype);
+  size_t elem = spmd::runtime::elementSize(dtype);
   int64_t part = dim / n;
   size_t chunk = static_cast<size_t>(outer * part * inner);
   // Rank k's chunk contiguous: [k][outer][part][inner].
@@ -399,10 +414,8 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(p.send.data() + (k * chunk) * elem + o * row,
                   src + (o * dim * inner + k * part * inner) * elem, row);
-  check(MPI_Ireduce_scatter_block(p.send.data(), ptr(out),
-                                  static_cast<int>(chunk), mpiType(dtype, call),
-                                  mpiOp(kind, call), comm, &p.request),
-        call, "MPI_Ireduce_scatter_block");
+  p.request = rt().backend->reduceScatter(group, p.send.data(), ptr(out),
+                                          chunk, dtype, kind);
   if (kind == SPMD_AVG)
     p.finish = [=](Pending &) {
       divide(ptr(out), static_cast<int64_t>(chunk), dtype, n);
@@ -415,9 +428,10 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
                            int64_t concatDim, int32_t dtype, int64_t meshShape,
                            int64_t axesMask) {
   const char *call = "all_to_all";
-  int n = 1;
-  MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
-  checkSameCall(comm, call, meshShape, axesMask,
+  checkType(dtype, call);
+  Group &group = groupOf(meshShape, axesMask, call);
+  int n = group.size;
+  checkSameCall(group, call, meshShape, axesMask,
                 {d0, d1, d2, d3, splitDim, concatDim, dtype});
   std::array<int64_t, 4> shape = {d0, d1, d2, d3};
   if (splitDim < 0 || splitDim > 3 || concatDim < 0 || concatDim > 3)
@@ -425,7 +439,7 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
   if (shape[splitDim] % n != 0)
     fail(call, "split dimension %lld is not divisible by the group size %d",
          static_cast<long long>(shape[splitDim]), n);
-  size_t elem = typeSize(dtype);
+  size_t elem = spmd::runtime::elementSize(dtype);
   auto prod = [](const std::array<int64_t, 4> &s, int from, int to) {
     int64_t p = 1;
     for (int i = from; i < to; ++i)
@@ -448,11 +462,8 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
         std::memcpy(p.send.data() + (k * chunk) * elem + o * row,
                     src + (o * dim * inner + k * part * inner) * elem, row);
   }
-  check(MPI_Ialltoall(p.send.data(), static_cast<int>(chunk),
-                      mpiType(dtype, call), p.recv.data(),
-                      static_cast<int>(chunk), mpiType(dtype, call), comm,
-                      &p.request),
-        call, "MPI_Ialltoall");
+  p.request = rt().backend->allToAll(group, p.send.data(), p.recv.data(),
+                                     chunk, dtype);
   // Received chunks have the split shape; they are concatenated along
   // concatDim in group order.
   std::array<int64_t, 4> split = shape;
@@ -474,23 +485,25 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
                            int32_t dtype, int64_t root, int64_t meshShape,
                            int64_t axesMask) {
   const char *call = "broadcast";
-  int n = 1;
-  MPI_Comm comm = groupComm(meshShape, axesMask, call, &n);
-  checkSameCall(comm, call, meshShape, axesMask, {count, dtype, root});
+  checkType(dtype, call);
+  Group &group = groupOf(meshShape, axesMask, call);
+  int n = group.size;
+  checkSameCall(group, call, meshShape, axesMask, {count, dtype, root});
   if (root < 0 || root >= n)
     fail(call, "root %lld is out of range for a group of %d",
          static_cast<long long>(root), n);
   if (in != out)
-    std::memcpy(ptr(out), ptr(in), count * typeSize(dtype));
+    std::memcpy(ptr(out), ptr(in),
+                count * spmd::runtime::elementSize(dtype));
   Pending p(call, meshShape, axesMask);
-  check(MPI_Ibcast(ptr(out), static_cast<int>(count), mpiType(dtype, call),
-                   static_cast<int>(root), comm, &p.request),
-        call, "MPI_Ibcast");
+  p.request = rt().backend->broadcast(group, ptr(out),
+                                      static_cast<size_t>(count), dtype,
+                                      static_cast<int>(root));
   return track(std::move(p));
 }
 
-/* Groups of collectives (a coalesced collective's operands): MPI's
- * non-blocking collectives already run concurrently, so a group needs no
+/* Groups of collectives (a coalesced collective's operands): both backends'
+ * collectives already run concurrently with the program, so a group needs no
  * bookkeeping here (NCCL's runtime launches a group together). */
 void spmdGroupStart(void) {}
 void spmdGroupEnd(void) {}
@@ -505,7 +518,7 @@ void spmdWait(int64_t handle) {
     fail("spmdWait", "unknown handle %lld", static_cast<long long>(handle));
   }
   Pending &p = it->second;
-  waitTimed(p.request, p.call, p.meshShape, p.axesMask);
+  waitTimed(*p.request, p.call, p.meshShape, p.axesMask);
   if (p.finish)
     p.finish(p);
   r.pending.erase(it);
@@ -550,7 +563,7 @@ void spmdProgramCheck(int64_t hash, const char *name) {
   auto h = static_cast<uint64_t>(hash);
   if (r.checkedPrograms.count(h))
     return;
-  if (!sameOnAllRanks(MPI_COMM_WORLD, h, "spmdProgramCheck"))
+  if (!sameOnAllRanks(r.backend->world(), h, "spmdProgramCheck"))
     fail("spmdProgramCheck",
          "the ranks run different programs: this rank's '%s' has hash "
          "%016llx and another rank's differs (compile the same module with "

@@ -1,8 +1,12 @@
-"""The spmd runtime from Python: MPI bootstrap and the state registry.
+"""The spmd runtime from Python: bootstrap and the state registry.
 
 libSpmdRuntime is loaded with RTLD_GLOBAL (Open MPI's plugins resolve MPI
-symbols globally) and initialized once; MPI is finalized at exit so mpirun
-sees every rank end cleanly.
+symbols globally) and initialized once; it is finalized at exit so mpirun
+sees every rank end cleanly. Under mpirun it runs on MPI; launched by
+torchrun (or any launcher that sets RANK, WORLD_SIZE, MASTER_ADDR and
+MASTER_PORT) on Gloo, meeting the other ranks through torch's own TCPStore
+(`torch.distributed.rendezvous("env://")`: torchrun's agent store, or one
+rank 0 hosts), which works across nodes.
 
 A compile error the ranks agreed on (_errors.py) is printed once and every
 rank exits with status 1. Any other exception that no one catches on one
@@ -16,6 +20,7 @@ job first and the error is printed once.
 import atexit
 import ctypes
 import math
+import os
 import sys
 import time
 
@@ -43,12 +48,80 @@ def runtime():
     lib.spmdBroadcast.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] \
         + [ctypes.c_int64] * 3
     lib.spmdAbort.argtypes = [ctypes.c_char_p]
+    lib.spmdBackendName.restype = ctypes.c_char_p
     if not lib.spmdIsInitialized():
+        if _launched_without_mpirun():
+            _use_torch_store(lib)
         lib.spmdInit()
     atexit.register(lib.spmdFinalize)
     _lib = lib
     _report_uncaught_exceptions(lib)
     return lib
+
+
+def _launched_without_mpirun() -> bool:
+    """Whether a torchrun-style launcher started this process (the rule
+    libSpmdRuntime's spmdInit applies too, see SpmdRuntime.h)."""
+    env = os.environ
+    if env.get("SPMD_BACKEND", "") == "mpi" or "OMPI_COMM_WORLD_SIZE" in env:
+        return False
+    if env.get("SPMD_BACKEND", "") == "gloo" or "TORCHELASTIC_RUN_ID" in env:
+        return True
+    return all(k in env for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR",
+                                  "MASTER_PORT"))
+
+
+# The callbacks libSpmdRuntime holds (kept alive here).
+_STORE = []
+
+
+def _use_torch_store(lib):
+    """Registers torch's env:// store as the Gloo backend's rendezvous."""
+    if "MASTER_ADDR" not in os.environ:
+        return  # SPMD_BACKEND=gloo with SPMD_GLOO_STORE (a directory)
+    import datetime
+    from torch.distributed import rendezvous
+    seconds = float(os.environ.get("SPMD_TIMEOUT") or 1800) or 86400
+    timeout = datetime.timedelta(seconds=seconds)
+    store, _, _ = next(rendezvous("env://", timeout=timeout))
+
+    def guarded(fn):
+        def call(*args):
+            try:
+                return fn(*args)
+            except Exception as err:  # reported by the runtime's error
+                sys.stderr.write(f"spmd: store: {type(err).__name__}: "
+                                 f"{err}\n")
+                return 2
+        return call
+
+    def store_set(key, data, nbytes):
+        store.set(key.decode(), ctypes.string_at(data, nbytes))
+        return 0
+
+    def store_get(key, buffer, capacity, nbytes):
+        value = store.get(key.decode())
+        nbytes[0] = len(value)
+        if len(value) > capacity:
+            return 1
+        ctypes.memmove(buffer, value, len(value))
+        return 0
+
+    def store_wait(keys, timeout_ms):
+        store.wait(keys.decode().split("\n"),
+                   datetime.timedelta(milliseconds=timeout_ms))
+        return 0
+
+    set_t = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, ctypes.c_void_p,
+                             ctypes.c_int64)
+    get_t = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, ctypes.c_void_p,
+                             ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
+    wait_t = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, ctypes.c_int64)
+    callbacks = (set_t(guarded(store_set)), get_t(guarded(store_get)),
+                 wait_t(guarded(store_wait)))
+    _STORE[:] = [store, *callbacks]
+    lib.spmdUseStore.argtypes = [set_t, get_t, wait_t]
+    lib.spmdUseStore(*callbacks)
 
 
 # Seconds a rank other than 0 waits before reporting its uncaught exception.
@@ -82,6 +155,11 @@ def rank() -> int:
 
 def world_size() -> int:
     return runtime().spmdWorldSize()
+
+
+def backend() -> str:
+    """"MPI" or "Gloo": what the runtime's collectives run on."""
+    return runtime().spmdBackendName().decode()
 
 
 def _all_reduce_i64(value: int, kind: int) -> int:

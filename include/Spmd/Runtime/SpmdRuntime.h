@@ -1,17 +1,22 @@
 /*===- SpmdRuntime.h - the spmd runtime (C ABI) -------------------*- C -*-===*
  *
- * What compiled spmd programs call: MPI bootstrap, collectives over groups of
- * a mesh, and the state registry. Collectives run on contiguous row-major
+ * What compiled spmd programs call: bootstrap, collectives over groups of a
+ * mesh, and the state registry. Two backends move the bytes: MPI (mpirun)
+ * and Gloo (torchrun; rendezvous through the store the host registers with
+ * spmdUseStore, or the directory SPMD_GLOO_STORE). spmdInit picks
+ * SPMD_BACKEND=mpi|gloo if set, else Gloo when torchrun started the process
+ * (TORCHELASTIC_RUN_ID) outside an mpirun job, else MPI. Collectives run on contiguous row-major
  * buffers passed as addresses; a group is given by the mesh shape (packed:
  * 16 bits per axis, axis 0 in the low bits, up to 4 axes) and a bit mask of
  * its axes (group order: row-major over the masked axes, ascending).
  *
- * Every MPI return code is checked: a failure, ranks of a group making
+ * Every backend error is checked: a failure, ranks of a group making
  * different calls (checked when the environment sets SPMD_RUNTIME_CHECK=1:
  * one extra small all_reduce per collective), a second spmdInit, or an
  * unknown state print what failed, on which rank, in which call, and abort
- * the whole job (MPI_Abort) instead of hanging. Compiled programs call
- * spmdInit lazily on their first runtime call.
+ * the whole job instead of hanging (MPI_Abort; with Gloo the rank exits and
+ * the launcher ends the others). Compiled programs call spmdInit lazily on
+ * their first runtime call.
  *
  * Never stuck: a rank that waits for the others in a collective longer than
  * SPMD_TIMEOUT seconds (default 1800, torch.distributed's 30 minutes; 0 waits
@@ -39,14 +44,31 @@ enum SpmdReduction {
   SPMD_PROD = 4
 };
 
-/* Initializes MPI (if the host has not) and the runtime. A second call is an
- * error. Compiled programs call it lazily on their first runtime call. */
+/* Starts the backend (and MPI, if the host has not) and the runtime. A
+ * second call is an error. Compiled programs call it lazily on their first
+ * runtime call. */
 void spmdInit(void);
-/* Frees communicators and finalizes MPI if spmdInit initialized it. */
+/* Frees groups and ends the backend (finalizes MPI if spmdInit initialized
+ * it). */
 void spmdFinalize(void);
 int32_t spmdIsInitialized(void);
 int32_t spmdWorldRank(void);
 int32_t spmdWorldSize(void);
+/* "MPI" or "Gloo". */
+const char *spmdBackendName(void);
+
+/* The key-value store the Gloo backend meets the other ranks through
+ * (torch's TCPStore, from the Python bridge); call before spmdInit. Each
+ * callback returns 0 on success. `get` copies the value into `buffer` when it
+ * fits in `capacity` bytes and sets `*bytes`; when it does not, it sets
+ * `*bytes` and returns 1 (it is called again with room). `wait` blocks until
+ * every key of `keys` ('\n'-separated) is set, at most `timeoutMs`. */
+typedef int32_t (*SpmdStoreSet)(const char *key, const void *data,
+                                int64_t bytes);
+typedef int32_t (*SpmdStoreGet)(const char *key, void *buffer,
+                                int64_t capacity, int64_t *bytes);
+typedef int32_t (*SpmdStoreWait)(const char *keys, int64_t timeoutMs);
+void spmdUseStore(SpmdStoreSet set, SpmdStoreGet get, SpmdStoreWait wait);
 
 /* This rank's linear index in its group. */
 int64_t spmdAxisIndex(int64_t meshShape, int64_t axesMask);
@@ -71,7 +93,7 @@ void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
 void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
                    int64_t root, int64_t meshShape, int64_t axesMask);
 
-/* Asynchronous forms (MPI_I*): same arguments, return a handle for spmdWait.
+/* Asynchronous forms (MPI_I*, or Gloo on a worker thread): same arguments, return a handle for spmdWait.
  * The input is copied at the start (the caller may free it); the output must
  * stay alive until the wait. Waiting twice on a handle is allowed (the
  * second wait returns at once). */
