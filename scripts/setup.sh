@@ -16,7 +16,7 @@ log() { printf '[spmd setup] %s\n' "$*" >&2; }
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-format-22 lld-22
   cmake ninja-build ccache g++ git
-  libopenmpi-dev openmpi-bin libopenblas-dev libgtest-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libgtest-dev libgloo-dev
   python3 python3-venv
 )
 missing=()

@@ -63,12 +63,10 @@ public:
                                                  void *out, size_t chunk,
                                                  int32_t dtype,
                                                  int32_t kind) = 0;
-  virtual std::unique_ptr<Request> allToAll(Group &g, const void *in,
-                                            void *out, size_t chunk,
-                                            int32_t dtype) = 0;
-  virtual std::unique_ptr<Request> broadcast(Group &g, void *data,
-                                             size_t count, int32_t dtype,
-                                             int root) = 0;
+  virtual std::unique_ptr<Request> allToAll(Group &g, const void *in, void *out,
+                                            size_t chunk, int32_t dtype) = 0;
+  virtual std::unique_ptr<Request> broadcast(Group &g, void *data, size_t count,
+                                             int32_t dtype, int root) = 0;
   virtual std::unique_ptr<Request> barrier(Group &g) = 0;
 
   /// Whether `request` completed; false with `error` set when it failed.

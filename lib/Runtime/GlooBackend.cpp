@@ -73,9 +73,8 @@ public:
     std::vector<char> data(4096);
     for (int attempt = 0; attempt < 2; ++attempt) {
       int64_t bytes = 0;
-      int32_t status =
-          callbacks().get(key.c_str(), data.data(),
-                          static_cast<int64_t>(data.size()), &bytes);
+      int32_t status = callbacks().get(
+          key.c_str(), data.data(), static_cast<int64_t>(data.size()), &bytes);
       if (status == 0) {
         data.resize(static_cast<size_t>(bytes));
         return data;
@@ -482,8 +481,7 @@ std::unique_ptr<Backend> createGlooBackend(double timeoutSeconds,
   gloo::transport::tcp::attr attr;
   if (const char *iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface)
     attr.iface = iface;
-  else if (const char *host = std::getenv("SPMD_GLOO_HOSTNAME");
-           host && *host)
+  else if (const char *host = std::getenv("SPMD_GLOO_HOSTNAME"); host && *host)
     attr.hostname = host;
   else if (envInt({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) == size)
     attr.hostname = "127.0.0.1"; // one node: loopback always resolves

@@ -77,7 +77,8 @@ MPI_Op mpiOp(int32_t kind) {
 
 class MpiBackend : public Backend {
 public:
-  MpiBackend(bool ownsMpi) : ownsMpi(ownsMpi), worldGroup(MPI_COMM_WORLD, false) {}
+  MpiBackend(bool ownsMpi)
+      : ownsMpi(ownsMpi), worldGroup(MPI_COMM_WORLD, false) {}
 
   const char *name() const override { return "MPI"; }
   int worldRank() const override { return worldGroup.rank; }
@@ -125,16 +126,14 @@ public:
                                          int32_t kind) override {
     return start("MPI_Ireduce_scatter_block", [&](MPI_Request *r) {
       return MPI_Ireduce_scatter_block(in, out, static_cast<int>(chunk),
-                                       mpiType(dtype), mpiOp(kind), comm(g),
-                                       r);
+                                       mpiType(dtype), mpiOp(kind), comm(g), r);
     });
   }
   std::unique_ptr<Request> allToAll(Group &g, const void *in, void *out,
                                     size_t chunk, int32_t dtype) override {
     return start("MPI_Ialltoall", [&](MPI_Request *r) {
       return MPI_Ialltoall(in, static_cast<int>(chunk), mpiType(dtype), out,
-                           static_cast<int>(chunk), mpiType(dtype), comm(g),
-                           r);
+                           static_cast<int>(chunk), mpiType(dtype), comm(g), r);
     });
   }
   std::unique_ptr<Request> broadcast(Group &g, void *data, size_t count,

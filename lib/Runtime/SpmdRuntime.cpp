@@ -165,8 +165,8 @@ Group &groupOf(int64_t meshShape, int64_t axesMask, const char *call) {
   // that never comes ends the job instead of hanging it.
   std::unique_ptr<Request> barrier = r.backend->barrier(r.backend->world());
   waitTimed(*barrier, call, meshShape, axesMask);
-  std::string label = "mesh" + std::to_string(meshShape) + "/axes" +
-                      std::to_string(axesMask);
+  std::string label =
+      "mesh" + std::to_string(meshShape) + "/axes" + std::to_string(axesMask);
   std::unique_ptr<Group> group =
       r.backend->join(g.color, g.key, groupSize, label);
   if (!group)
@@ -188,8 +188,8 @@ bool sameOnAllRanks(Group &group, uint64_t value, const char *call,
   // Signed max over the 63 high bits and the low bit of v and ~v.
   int64_t packed[4] = {both[0], both[1], low[0], low[1]};
   int64_t result[4];
-  std::unique_ptr<Request> request = rt().backend->allReduce(
-      group, packed, result, 4, SPMD_I64, SPMD_MAX);
+  std::unique_ptr<Request> request =
+      rt().backend->allReduce(group, packed, result, 4, SPMD_I64, SPMD_MAX);
   waitTimed(*request, call, meshShape, axesMask);
   // max(v) == v and max(~v) == ~v, i.e. min(v) == v, for every rank's v.
   return std::memcmp(packed, result, sizeof(packed)) == 0;
@@ -245,8 +245,7 @@ bool wantGloo() {
       return true;
     if (std::strcmp(name, "mpi") == 0)
       return false;
-    fail("spmdInit", "SPMD_BACKEND must be 'mpi' or 'gloo', found '%s'",
-         name);
+    fail("spmdInit", "SPMD_BACKEND must be 'mpi' or 'gloo', found '%s'", name);
   }
   if (std::getenv("OMPI_COMM_WORLD_SIZE"))
     return false;
@@ -414,8 +413,8 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(p.send.data() + (k * chunk) * elem + o * row,
                   src + (o * dim * inner + k * part * inner) * elem, row);
-  p.request = rt().backend->reduceScatter(group, p.send.data(), ptr(out),
-                                          chunk, dtype, kind);
+  p.request = rt().backend->reduceScatter(group, p.send.data(), ptr(out), chunk,
+                                          dtype, kind);
   if (kind == SPMD_AVG)
     p.finish = [=](Pending &) {
       divide(ptr(out), static_cast<int64_t>(chunk), dtype, n);
@@ -462,8 +461,8 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
         std::memcpy(p.send.data() + (k * chunk) * elem + o * row,
                     src + (o * dim * inner + k * part * inner) * elem, row);
   }
-  p.request = rt().backend->allToAll(group, p.send.data(), p.recv.data(),
-                                     chunk, dtype);
+  p.request =
+      rt().backend->allToAll(group, p.send.data(), p.recv.data(), chunk, dtype);
   // Received chunks have the split shape; they are concatenated along
   // concatDim in group order.
   std::array<int64_t, 4> split = shape;
@@ -493,12 +492,11 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
     fail(call, "root %lld is out of range for a group of %d",
          static_cast<long long>(root), n);
   if (in != out)
-    std::memcpy(ptr(out), ptr(in),
-                count * spmd::runtime::elementSize(dtype));
+    std::memcpy(ptr(out), ptr(in), count * spmd::runtime::elementSize(dtype));
   Pending p(call, meshShape, axesMask);
-  p.request = rt().backend->broadcast(group, ptr(out),
-                                      static_cast<size_t>(count), dtype,
-                                      static_cast<int>(root));
+  p.request =
+      rt().backend->broadcast(group, ptr(out), static_cast<size_t>(count),
+                              dtype, static_cast<int>(root));
   return track(std::move(p));
 }
 

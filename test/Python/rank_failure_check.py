@@ -8,7 +8,9 @@ trace: rank 1 raises while its first call is traced (rank 0 goes on to
 after-step: rank 1 raises in user code right after a step; rank 0 calls
     the next step and waits in its collectives.
 all-ranks: every rank raises the same error; it is printed once.
-launcher: prints spmd.world_size() (run under torchrun: must fail instead).
+launcher: prints spmd.world_size() (run under torchrun with MPI forced:
+    must fail instead).
+backend: prints the rank, the size and the runtime's backend.
 """
 
 import sys
@@ -36,6 +38,10 @@ def main(case):
         return loss
 
     x, y = torch.randn(4, 4), torch.randn(4, 2)
+    if case == "backend":
+        from spmd import _runtime
+        print(f"rank {rank} of {spmd.world_size()} on {_runtime.backend()}")
+        return
     if case == "launcher":
         print(f"world size {spmd.world_size()}")
         return

@@ -5,10 +5,11 @@
  * and Gloo (torchrun; rendezvous through the store the host registers with
  * spmdUseStore, or the directory SPMD_GLOO_STORE). spmdInit picks
  * SPMD_BACKEND=mpi|gloo if set, else Gloo when torchrun started the process
- * (TORCHELASTIC_RUN_ID) outside an mpirun job, else MPI. Collectives run on contiguous row-major
- * buffers passed as addresses; a group is given by the mesh shape (packed:
- * 16 bits per axis, axis 0 in the low bits, up to 4 axes) and a bit mask of
- * its axes (group order: row-major over the masked axes, ascending).
+ * (TORCHELASTIC_RUN_ID) outside an mpirun job, else MPI. Collectives run on
+ * contiguous row-major buffers passed as addresses; a group is given by the
+ * mesh shape (packed: 16 bits per axis, axis 0 in the low bits, up to 4 axes)
+ * and a bit mask of its axes (group order: row-major over the masked axes,
+ * ascending).
  *
  * Every backend error is checked: a failure, ranks of a group making
  * different calls (checked when the environment sets SPMD_RUNTIME_CHECK=1:
@@ -65,8 +66,8 @@ const char *spmdBackendName(void);
  * every key of `keys` ('\n'-separated) is set, at most `timeoutMs`. */
 typedef int32_t (*SpmdStoreSet)(const char *key, const void *data,
                                 int64_t bytes);
-typedef int32_t (*SpmdStoreGet)(const char *key, void *buffer,
-                                int64_t capacity, int64_t *bytes);
+typedef int32_t (*SpmdStoreGet)(const char *key, void *buffer, int64_t capacity,
+                                int64_t *bytes);
 typedef int32_t (*SpmdStoreWait)(const char *keys, int64_t timeoutMs);
 void spmdUseStore(SpmdStoreSet set, SpmdStoreGet get, SpmdStoreWait wait);
 
@@ -93,10 +94,10 @@ void spmdAllToAll4(int64_t in, int64_t out, int64_t d0, int64_t d1, int64_t d2,
 void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
                    int64_t root, int64_t meshShape, int64_t axesMask);
 
-/* Asynchronous forms (MPI_I*, or Gloo on a worker thread): same arguments, return a handle for spmdWait.
- * The input is copied at the start (the caller may free it); the output must
- * stay alive until the wait. Waiting twice on a handle is allowed (the
- * second wait returns at once). */
+/* Asynchronous forms (MPI_I*, or Gloo on a worker thread): same arguments,
+ * return a handle for spmdWait. The input is copied at the start (the caller
+ * may free it); the output must stay alive until the wait. Waiting twice on a
+ * handle is allowed (the second wait returns at once). */
 int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
                            int32_t dtype, int32_t kind, int64_t meshShape,
                            int64_t axesMask);
