@@ -215,6 +215,10 @@ template <typename Fn> void withType(int32_t dtype, Fn &&fn) {
   case SPMD_I64:
     fn(int64_t());
     return;
+  case SPMD_BF16:
+  case SPMD_F16:
+    fn(uint16_t()); // moved, never reduced (the runtime widens first)
+    return;
   default:
     fn(float());
   }

@@ -57,6 +57,9 @@ MPI_Datatype mpiType(int32_t dtype) {
     return MPI_INT32_T;
   case SPMD_I64:
     return MPI_INT64_T;
+  case SPMD_BF16:
+  case SPMD_F16:
+    return MPI_UINT16_T; // moved, never reduced (the runtime widens first)
   default:
     return MPI_FLOAT;
   }

@@ -9,6 +9,7 @@
 #include "Spmd/Runtime/SpmdRuntime.h"
 
 #include "Backend.h"
+#include "HalfFloat.h"
 #include "JobChecks.h"
 #include "MeshGroup.h"
 
@@ -133,7 +134,7 @@ void ensureInit() {
 
 void checkType(int32_t dtype, const char *call) {
   ensureInit(); // so that the error names this rank
-  if (dtype < SPMD_F32 || dtype > SPMD_I64)
+  if (dtype < SPMD_F32 || dtype > SPMD_F16)
     fail(call, "unknown element type code %d", dtype);
 }
 
@@ -228,6 +229,16 @@ void divide(void *data, int64_t count, int32_t dtype, int n) {
   }
 }
 
+bool isHalf(int32_t dtype) { return dtype == SPMD_BF16 || dtype == SPMD_F16; }
+
+/// The float32 copy of `count` 16-bit floats (reductions run in float32).
+std::vector<char> widened(const void *in, size_t count, int32_t dtype) {
+  std::vector<char> wide(count * sizeof(float));
+  spmd::runtime::widen(in, reinterpret_cast<float *>(wide.data()), count,
+                       dtype == SPMD_BF16);
+  return wide;
+}
+
 int64_t track(Pending &&p) {
   Runtime &r = rt();
   int64_t handle = ++r.lastHandle;
@@ -261,6 +272,8 @@ bool wantGloo() {
 
 namespace spmd::runtime {
 size_t elementSize(int32_t dtype) {
+  if (dtype == SPMD_BF16 || dtype == SPMD_F16)
+    return 2;
   return dtype == SPMD_F64 || dtype == SPMD_I64 ? 8 : 4;
 }
 } // namespace spmd::runtime
@@ -344,6 +357,22 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
   int n = group.size;
   checkSameCall(group, call, meshShape, axesMask, {count, dtype, kind});
   Pending p(call, meshShape, axesMask);
+  if (isHalf(dtype)) {
+    // In float32, rounded back once when it completes.
+    p.send = widened(ptr(in), static_cast<size_t>(count), dtype);
+    p.recv.resize(p.send.size());
+    p.request = rt().backend->allReduce(group, p.send.data(), p.recv.data(),
+                                        static_cast<size_t>(count), SPMD_F32,
+                                        kind);
+    p.finish = [=](Pending &q) {
+      auto *sum = reinterpret_cast<float *>(q.recv.data());
+      if (kind == SPMD_AVG)
+        divide(sum, count, SPMD_F32, n);
+      spmd::runtime::narrow(sum, ptr(out), static_cast<size_t>(count),
+                            dtype == SPMD_BF16);
+    };
+    return track(std::move(p));
+  }
   p.send.assign(static_cast<char *>(ptr(in)),
                 static_cast<char *>(ptr(in)) +
                     count * spmd::runtime::elementSize(dtype));
@@ -413,6 +442,21 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(p.send.data() + (k * chunk) * elem + o * row,
                   src + (o * dim * inner + k * part * inner) * elem, row);
+  if (isHalf(dtype)) {
+    // In float32, rounded back once when it completes.
+    p.send = widened(p.send.data(), chunk * n, dtype);
+    p.recv.resize(chunk * sizeof(float));
+    p.request = rt().backend->reduceScatter(group, p.send.data(),
+                                            p.recv.data(), chunk, SPMD_F32,
+                                            kind);
+    p.finish = [=](Pending &q) {
+      auto *sum = reinterpret_cast<float *>(q.recv.data());
+      if (kind == SPMD_AVG)
+        divide(sum, static_cast<int64_t>(chunk), SPMD_F32, n);
+      spmd::runtime::narrow(sum, ptr(out), chunk, dtype == SPMD_BF16);
+    };
+    return track(std::move(p));
+  }
   p.request = rt().backend->reduceScatter(group, p.send.data(), ptr(out), chunk,
                                           dtype, kind);
   if (kind == SPMD_AVG)

@@ -30,6 +30,9 @@ from .placement import Placement, Replicate, Shard
 SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32,
                     torch.bool}
 _SUPPORTED_NAMES = "float32, float64, int64, int32, bool"
+# What values inside the step may be besides (torch.autocast computes in
+# bfloat16 or float16; parameters, inputs and optimizer state stay float32).
+COMPUTE_DTYPES = SUPPORTED_DTYPES | {torch.bfloat16, torch.float16}
 
 
 @dataclass
@@ -359,7 +362,7 @@ def _check_graph(graph: torch.fx.GraphModule, buffers=frozenset()):
         if not node.users:
             vals = []  # dead (BatchNorm's unused uint8 reserve): not compiled
         for v in vals:
-            if isinstance(v, torch.Tensor) and v.dtype not in SUPPORTED_DTYPES:
+            if isinstance(v, torch.Tensor) and v.dtype not in COMPUTE_DTYPES:
                 where = node_frame(node)
                 raise UnsupportedError(
                     f"spmd.compile: {node.target} computes a {v.dtype} "

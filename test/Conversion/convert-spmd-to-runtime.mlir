@@ -142,3 +142,28 @@ func.func @local_only(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = arith.addf %x, %x : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// 16-bit floats get their own element type codes (SPMD_BF16 = 4,
+// SPMD_F16 = 5); the runtime reduces them in f32.
+spmd.mesh @m(shape = 2)
+// CHECK-LABEL: func.func @half_types
+// CHECK-DAG: %[[BF:.*]] = arith.constant 4 : i32
+// CHECK: call @spmdAllReduce(%{{.*}}, %{{.*}}, %{{.*}}, %[[BF]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-DAG: %[[H:.*]] = arith.constant 5 : i32
+// CHECK: call @spmdAllGather(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[H]], %{{.*}}, %{{.*}})
+func.func @half_types(%x: tensor<4xbf16>, %y: tensor<2xf16>) -> (tensor<4xbf16>, tensor<4xf16>) {
+  %0 = spmd.all_reduce %x on @m axes = [0] sum : tensor<4xbf16> -> tensor<4xbf16>
+  %1 = spmd.all_gather %y on @m axes = [0] gather_dim = 0 : tensor<2xf16> -> tensor<4xf16>
+  return %0, %1 : tensor<4xbf16>, tensor<4xf16>
+}
+
+// -----
+
+spmd.mesh @m(shape = 2)
+func.func @f8(%x: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
+  // expected-error @+1 {{'spmd.all_reduce' op the CPU runtime does not support element type 'f8E4M3FN'}}
+  %0 = spmd.all_reduce %x on @m axes = [0] sum : tensor<4xf8E4M3FN> -> tensor<4xf8E4M3FN>
+  return %0 : tensor<4xf8E4M3FN>
+}

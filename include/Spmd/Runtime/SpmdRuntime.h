@@ -35,8 +35,18 @@
 extern "C" {
 #endif
 
-/* Element types and reduction kinds, as the compiler encodes them. */
-enum SpmdDType { SPMD_F32 = 0, SPMD_F64 = 1, SPMD_I32 = 2, SPMD_I64 = 3 };
+/* Element types and reduction kinds, as the compiler encodes them. 16-bit
+ * floats (torch.autocast's bfloat16 and float16) are reduced in float32 and
+ * rounded back once (neither MPI nor Gloo sums them); gathers and
+ * all_to_all move their bytes. */
+enum SpmdDType {
+  SPMD_F32 = 0,
+  SPMD_F64 = 1,
+  SPMD_I32 = 2,
+  SPMD_I64 = 3,
+  SPMD_BF16 = 4,
+  SPMD_F16 = 5
+};
 enum SpmdReduction {
   SPMD_SUM = 0,
   SPMD_AVG = 1,

@@ -124,6 +124,10 @@ FailureOr<int32_t> RuntimeLowering::dtype(Operation *op, Type element) {
     return SPMD_I32;
   if (element.isInteger(64))
     return SPMD_I64;
+  if (element.isBF16())
+    return SPMD_BF16;
+  if (element.isF16())
+    return SPMD_F16;
   return op->emitOpError() << "the CPU runtime does not support element type "
                            << element;
 }

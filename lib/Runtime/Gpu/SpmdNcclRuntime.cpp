@@ -300,11 +300,17 @@ ncclDataType_t ncclType(int32_t dtype) {
     return ncclInt32;
   case SPMD_I64:
     return ncclInt64;
+  case SPMD_BF16:
+    return ncclBfloat16;
+  case SPMD_F16:
+    return ncclFloat16;
   }
   spmd::gpu::fail("collective", "unknown element type code");
 }
 
 size_t typeBytes(int32_t dtype) {
+  if (dtype == SPMD_BF16 || dtype == SPMD_F16)
+    return 2;
   return dtype == SPMD_F64 || dtype == SPMD_I64 ? 8 : 4;
 }
 

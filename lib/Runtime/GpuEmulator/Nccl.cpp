@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Emulator.h"
+#include "../HalfFloat.h"
 
 #include <mpi.h>
 #include <nccl.h>
@@ -77,14 +78,29 @@ MPI_Datatype mpiType(ncclDataType_t t) {
     return MPI_INT32_T;
   case ncclInt64:
     return MPI_INT64_T;
+  case ncclBfloat16:
+  case ncclFloat16:
+    return MPI_UINT16_T; // moved; reductions widen to float first
   default:
     spmd::emu::fail("NCCL: element type not emulated");
   }
 }
 
 size_t typeBytes(ncclDataType_t t) {
+  if (t == ncclBfloat16 || t == ncclFloat16)
+    return 2;
   return t == ncclFloat64 || t == ncclInt64 ? 8 : 4;
 }
+
+bool isHalf(ncclDataType_t t) { return t == ncclBfloat16 || t == ncclFloat16; }
+
+/// A 16-bit float reduction's float32 buffer: filled from the input when the
+/// stream reaches the collective, rounded into the output when it completes
+/// (NCCL reduces 16-bit floats itself; MPI cannot).
+struct Widened {
+  std::vector<float> data;
+  std::vector<float> out;
+};
 
 MPI_Op mpiOp(ncclRedOp_t op) {
   switch (op) {
@@ -302,6 +318,26 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
   size_t bytes = count * typeBytes(type);
   requireDevice(send, bytes, "ncclAllReduce");
   requireDevice(recv, bytes, "ncclAllReduce");
+  if (isHalf(type)) {
+    auto wide = std::make_shared<Widened>();
+    bool brain = type == ncclBfloat16;
+    return collective(
+        reinterpret_cast<CUstream>(stream),
+        [=] {
+          wide->data.resize(count);
+          wide->out.resize(count);
+          spmd::runtime::widen(send, wide->data.data(), count, brain);
+          MPI_Request r;
+          MPI_Iallreduce(wide->data.data(), wide->out.data(), int(count),
+                         MPI_FLOAT, mpiOp(op), comm->comm, &r);
+          return r;
+        },
+        [=] {
+          if (op == ncclAvg)
+            divide(wide->out.data(), count, ncclFloat32, comm->size);
+          spmd::runtime::narrow(wide->out.data(), recv, count, brain);
+        });
+  }
   return collective(
       reinterpret_cast<CUstream>(stream),
       [=] {
@@ -353,6 +389,28 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
   size_t bytes = count * typeBytes(type);
   requireDevice(send, bytes * comm->size, "ncclReduceScatter");
   requireDevice(recv, bytes, "ncclReduceScatter");
+  if (isHalf(type)) {
+    auto wide = std::make_shared<Widened>();
+    bool brain = type == ncclBfloat16;
+    return collective(
+        reinterpret_cast<CUstream>(stream),
+        [=] {
+          wide->data.resize(count * comm->size);
+          wide->out.resize(count);
+          spmd::runtime::widen(send, wide->data.data(), count * comm->size,
+                               brain);
+          MPI_Request r;
+          MPI_Ireduce_scatter_block(wide->data.data(), wide->out.data(),
+                                    int(count), MPI_FLOAT, mpiOp(op),
+                                    comm->comm, &r);
+          return r;
+        },
+        [=] {
+          if (op == ncclAvg)
+            divide(wide->out.data(), count, ncclFloat32, comm->size);
+          spmd::runtime::narrow(wide->out.data(), recv, count, brain);
+        });
+  }
   return collective(
       reinterpret_cast<CUstream>(stream),
       [=] {
