@@ -27,7 +27,7 @@ inline uint16_t floatToBf16(float f) {
   std::memcpy(&bits, &f, 4);
   if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu))
     return uint16_t((bits >> 16) | 0x40); // NaN stays a (quiet) NaN
-  bits += 0x7FFFu + ((bits >> 16) & 1u);   // round to nearest even
+  bits += 0x7FFFu + ((bits >> 16) & 1u);  // round to nearest even
   return uint16_t(bits >> 16);
 }
 
@@ -41,7 +41,7 @@ inline float f16ToFloat(uint16_t h) {
     bits = sign | ((exp + 112) << 23) | (mant << 13);
   } else if (mant == 0) {
     bits = sign; // zero
-  } else { // subnormal: normalize
+  } else {       // subnormal: normalize
     int shift = 0;
     while (!(mant & 0x400u)) {
       mant <<= 1;

@@ -361,9 +361,9 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
     // In float32, rounded back once when it completes.
     p.send = widened(ptr(in), static_cast<size_t>(count), dtype);
     p.recv.resize(p.send.size());
-    p.request = rt().backend->allReduce(group, p.send.data(), p.recv.data(),
-                                        static_cast<size_t>(count), SPMD_F32,
-                                        kind);
+    p.request =
+        rt().backend->allReduce(group, p.send.data(), p.recv.data(),
+                                static_cast<size_t>(count), SPMD_F32, kind);
     p.finish = [=](Pending &q) {
       auto *sum = reinterpret_cast<float *>(q.recv.data());
       if (kind == SPMD_AVG)
@@ -446,9 +446,8 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
     // In float32, rounded back once when it completes.
     p.send = widened(p.send.data(), chunk * n, dtype);
     p.recv.resize(chunk * sizeof(float));
-    p.request = rt().backend->reduceScatter(group, p.send.data(),
-                                            p.recv.data(), chunk, SPMD_F32,
-                                            kind);
+    p.request = rt().backend->reduceScatter(group, p.send.data(), p.recv.data(),
+                                            chunk, SPMD_F32, kind);
     p.finish = [=](Pending &q) {
       auto *sum = reinterpret_cast<float *>(q.recv.data());
       if (kind == SPMD_AVG)

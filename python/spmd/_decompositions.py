@@ -105,6 +105,13 @@ def _native_batch_norm(input, weight, bias, running_mean, running_var,
     statistics are over the whole (global) batch, and the running statistics
     are updated in place as torch does (momentum, unbiased variance); the
     bridge turns those updates of buffers into stores of their state."""
+    if input.dtype in _HALF:
+        # In float32, rounded once (as eager's CPU kernels); the statistics
+        # stay float32.
+        out, mean, rstd = _native_batch_norm(
+            input.float(), weight, bias, running_mean, running_var, training,
+            momentum, eps)
+        return out.to(input.dtype), mean, rstd
     channels = input.shape[1]
     dims = [0] + list(range(2, input.dim()))
     shape = [1, channels] + [1] * (input.dim() - 2)
@@ -132,6 +139,47 @@ def _native_batch_norm(input, weight, bias, running_mean, running_var,
     return out, mean, rstd
 
 
+_HALF = (torch.bfloat16, torch.float16)
+
+
+def _sum_in_float(x, dim=None, keepdim=False, *, dtype=None):
+    """sum of a 16-bit float tensor with a float32 accumulator, rounded once,
+    as eager computes it (torch-mlir would accumulate in the 16-bit type,
+    rounding at every addition)."""
+    if x.dtype not in _HALF or dtype is not None:
+        return NotImplemented
+    if dim is None or dim == []:
+        return aten.sum.default(x.float()).to(x.dtype) if not keepdim \
+            else aten.sum.dim_IntList(x.float(), list(range(x.dim())),
+                                      True).to(x.dtype)
+    return aten.sum.dim_IntList(x.float(), dim, keepdim).to(x.dtype)
+
+
+def _mean_in_float(x, dim=None, keepdim=False, *, dtype=None):
+    """mean of a 16-bit float tensor in float32, rounded once (as eager)."""
+    if x.dtype not in _HALF or dtype is not None:
+        return NotImplemented
+    if dim is None or dim == []:
+        dim = list(range(x.dim()))
+    return aten.mean.dim(x.float(), dim, keepdim).to(x.dtype)
+
+
+def _layer_norm_mixed(decomposed):
+    """native_layer_norm of a 16-bit float input with float32 weights (what
+    autocast produces) as eager's CPU kernel computes it: in float32, the
+    output rounded once, mean and rstd kept in float32 for the backward.
+    PyTorch's decomposition rounds mean and rstd to the input's type on
+    the CPU, which the backward then divides in bfloat16."""
+    def layer_norm(input, normalized_shape, weight, bias, eps):
+        if input.dtype not in _HALF or (
+                weight is not None and weight.dtype in _HALF):
+            return decomposed(input, normalized_shape, weight, bias, eps)
+        out, mean, rstd = decomposed(input.float(), normalized_shape, weight,
+                                     bias, eps)
+        return out.to(input.dtype), mean, rstd
+    return layer_norm
+
+
 def decomposition_table():
     table = dict(get_decomposition_table())
     # torch-mlir lowers gelu(approximate="tanh") with sqrt(2/pi) rounded to
@@ -141,6 +189,16 @@ def decomposition_table():
     table[aten.nll_loss_forward.default] = _nll_loss_forward
     table[aten.nll_loss_backward.default] = _nll_loss_backward
     table[aten.embedding_dense_backward.default] = _embedding_dense_backward
+    # 16-bit float reductions accumulate in float32, as eager's do.
+    table[aten.sum.default] = lambda x, *, dtype=None: _sum_in_float(
+        x, dtype=dtype)
+    table[aten.sum.dim_IntList] = _sum_in_float
+    table[aten.mean.default] = lambda x, *, dtype=None: _mean_in_float(
+        x, dtype=dtype)
+    table[aten.mean.dim] = _mean_in_float
+    table[aten.native_layer_norm.default] = _layer_norm_mixed(
+        table.get(aten.native_layer_norm.default) or get_decompositions(
+            [aten.native_layer_norm])[aten.native_layer_norm.default])
     table[aten.native_batch_norm.default] = _native_batch_norm
     table[aten._native_batch_norm_legit.default] = _native_batch_norm
     # Random ops: Philox on the global element index (_random.py).

@@ -368,7 +368,8 @@ def _check_graph(graph: torch.fx.GraphModule, buffers=frozenset()):
                     f"spmd.compile: {node.target} computes a {v.dtype} "
                     f"tensor, which spmd does not support"
                     + (f"\n  at {where}" if where else ""),
-                    hint=f"compute in {_SUPPORTED_NAMES}")
+                    hint=f"compute in {_SUPPORTED_NAMES} (bfloat16 and "
+                    "float16 inside the step)")
         if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags",
                                                           ()):
             where = node_frame(node)

@@ -24,12 +24,27 @@ class Cumsum(nn.Module):
 
 
 class Half(nn.Module):
+    """16-bit floats compile inside the step (autocast); 8-bit ones do
+    not."""
+
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(4, 4)
 
     def forward(self, x):
-        return self.fc(x).half().float()  # LINE-half
+        return self.fc(x).to(torch.float8_e4m3fn).float()  # LINE-half
+
+
+class Bf16Params(nn.Module):
+    """Parameters stored in bfloat16: a clear error (keep float32 master
+    parameters and use autocast)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4).bfloat16()
+
+    def forward(self, x):
+        return self.fc(x.bfloat16()).float()
 
 
 class Sort(nn.Module):
@@ -108,7 +123,7 @@ class Dropout(nn.Module):
         return self.fc(x) + noise
 
 
-MODELS = {"dropout": Dropout, "clamp_erfinv": ClampErfinv, "branch": DataDependent, "det": Det, "erfinv": Erfinv, "cumsum": Cumsum, "half": Half, "sort": Sort, "batchnorm": BatchNorm}
+MODELS = {"dropout": Dropout, "clamp_erfinv": ClampErfinv, "branch": DataDependent, "det": Det, "erfinv": Erfinv, "cumsum": Cumsum, "half": Half, "bf16_params": Bf16Params, "sort": Sort, "batchnorm": BatchNorm}
 
 
 def main():

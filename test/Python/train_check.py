@@ -7,6 +7,7 @@ that losses, parameters and optimizer state agree after every step.
 """
 
 import argparse
+import contextlib
 import sys
 
 import torch
@@ -274,10 +275,20 @@ def setup(case):
     return model, opt, loss_fn
 
 
-def make_step(loss_fn):
-    """The plain eager train step of every case."""
+def autocast(kind):
+    """torch.autocast on the CPU in `kind` ("bf16", "f16"), or nothing."""
+    if kind is None:
+        return contextlib.nullcontext()
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[kind]
+    return torch.autocast(device_type="cpu", dtype=dtype)
+
+
+def make_step(loss_fn, kind=None):
+    """The plain eager train step of every case (forward and loss under
+    autocast when `kind` is set)."""
     def train_step(model, opt, x, y):
-        loss = loss_fn(model(x), y)
+        with autocast(kind):
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         opt.zero_grad()
@@ -290,6 +301,9 @@ def main():
     parser.add_argument("case")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--tol", type=float, default=1e-5)
+    parser.add_argument("--autocast", choices=["bf16", "f16"],
+                        help="mixed precision: forward and loss under "
+                        "torch.autocast, compiled and eager alike")
     args = parser.parse_args()
     if args.case == "dropout":
         raise SystemExit("the dropout case draws its own masks; compare it "
@@ -298,7 +312,7 @@ def main():
     model, opt, loss_fn = setup(args.case)
     ref_model, ref_opt, _ = setup(args.case)  # same seed: same parameters
 
-    train_step = spmd.compile()(make_step(loss_fn))
+    train_step = spmd.compile()(make_step(loss_fn, args.autocast))
     # After every step: the case's scheduler (or manual changes), on both
     # optimizers alike.
     after_step = []
@@ -312,7 +326,8 @@ def main():
                           for o in (opt, ref_opt)]
 
     def eager_step(x, y):
-        loss = loss_fn(ref_model(x), y)
+        with autocast(args.autocast):
+            loss = loss_fn(ref_model(x), y)
         loss.backward()
         ref_opt.step()
         ref_opt.zero_grad()
@@ -375,6 +390,8 @@ def main():
         if after_step:
             # Changing float options never recompiles.
             print(f"programs compiled: {len(train_step.cache)}")
+        if args.autocast:
+            print(f"autocast {args.autocast}")
         print(f"{args.case}: {'OK' if ok else 'MISMATCH'} max deviation "
               f"{worst:.1e} over {args.steps} steps on {world} ranks")
     sys.exit(0 if ok else 1)

@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Emulator.h"
 #include "../HalfFloat.h"
+#include "Emulator.h"
 
 #include <mpi.h>
 #include <nccl.h>
