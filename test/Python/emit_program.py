@@ -3,7 +3,7 @@
 case (traced, imported through torch-mlir, wrapped with state, specs and the
 optimizer op), for a mesh of WORLD ranks, without compiling or running it.
 
-    python3 emit_program.py CASE [WORLD]
+    python3 emit_program.py CASE [WORLD] [bf16|f16]  (forward under autocast)
 """
 
 import sys
@@ -20,7 +20,8 @@ def main():
     world = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     model, opt, loss_fn = train_check.setup(case)
 
-    train_step = train_check.make_step(loss_fn)
+    kind = sys.argv[3] if len(sys.argv) > 3 else None
+    train_step = train_check.make_step(loss_fn, kind)
     x, y = train_check.data(case, torch.Generator().manual_seed(1))
     local = train_check.GLOBAL_BATCH // world
     traced = _trace.trace(train_step, (model, opt, x[:local], y[:local]), {},

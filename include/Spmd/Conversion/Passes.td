@@ -101,6 +101,58 @@ def ConvertLinalgToBlasPass
                            "::mlir::memref::MemRefDialect"];
 }
 
+def SpmdLegalizeHalfConversionsPass
+    : Pass<"spmd-legalize-half-conversions"> {
+  let summary = "Makes 16-bit float conversions lowerable without libgcc 13";
+  let description = [{
+    Part of `spmd-lower-to-cpu`, before `arith-expand{include-bf16}` (which
+    expands only f32 <-> bf16):
+    - `arith.truncf` from f64 to bf16 becomes a truncation to f32, then to
+      bf16 — how PyTorch converts a double to bfloat16
+      (`c10::BFloat16(float(x))`), so the result is eager's — and
+      `arith.extf` from bf16 to f64 goes through f32 (exact). LLVM would
+      otherwise call `__truncdfbf2`, which libgcc before GCC 13 lacks.
+    - `fastmath` flags on `arith.extf` / `arith.truncf` (which
+      `math-extend-to-supported-types` copies from the math op it widens)
+      are dropped: conversions do not use them, and `convert-arith-to-llvm`
+      would leave them on `llvm.fpext` / `llvm.fptrunc` as attributes of an
+      unloaded dialect.
+    ```mlir
+    %b = arith.truncf %x : f64 to bf16
+    // becomes
+    %f = arith.truncf %x : f64 to f32
+    %b = arith.truncf %f : f32 to bf16
+    ```
+    Vectors and tensors of these types are converted element-wise alike.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def SpmdBf16BitsInMemoryPass
+    : Pass<"spmd-bf16-bits-in-memory", "::mlir::ModuleOp"> {
+  let summary = "Moves bf16 values between memory and integer code as i16";
+  let description = [{
+    On the LLVM dialect (last step of `spmd-lower-to-cpu`, and of the GPU
+    emulator's host code): after `arith-expand{include-bf16}` turned every
+    bf16 conversion into integer code, a bf16 value is only ever the bitcast
+    of an i16 on its way to memory, or a load on its way to a bitcast to
+    i16. LLVM's x86 backend keeps a bf16 value that lives across basic
+    blocks in a float register and rounds it back with a call to
+    `__truncsfbf2`, which libgcc before GCC 13 does not have (Debian 12), so
+    the program would not link on a CPU without AVX512-BF16. This pass stores
+    and loads the i16 instead:
+    ```mlir
+    %b = llvm.bitcast %bits : i16 to bf16
+    llvm.store %b, %p : bf16, !llvm.ptr
+    // becomes
+    llvm.store %bits, %p : i16, !llvm.ptr
+    ```
+    and `llvm.bitcast (llvm.load %p : bf16) : bf16 to i16` becomes an i16
+    load. Other bf16 uses are left as they are.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def SpmdBlockedFullReductionsPass
     : Pass<"spmd-blocked-full-reductions", "::mlir::func::FuncOp"> {
   let summary = "Sums large buffers in blocks, not one long f32 loop";

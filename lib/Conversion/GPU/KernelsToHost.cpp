@@ -89,7 +89,13 @@ LogicalResult emulateKernel(ModuleOp top, gpu::GPUModuleOp module,
            << "the GPU emulator";
   Location loc = kernel.getLoc();
   MLIRContext *ctx = top.getContext();
-  SmallVector<Type> inputs(kernel.getArgumentTypes());
+  // 16-bit float scalars travel as their bits (i16): passing bf16 by value
+  // makes LLVM's x86 ABI code call __truncsfbf2, which libgcc before GCC 13
+  // lacks. The kernel body sees them bitcast back.
+  SmallVector<Type> inputs;
+  for (Type type : kernel.getArgumentTypes())
+    inputs.push_back(type.isBF16() || type.isF16() ? IntegerType::get(ctx, 16)
+                                                   : type);
   IndexType index = IndexType::get(ctx);
   inputs.append(6, index);
   OpBuilder b = OpBuilder::atBlockEnd(top.getBody());
@@ -117,8 +123,14 @@ LogicalResult emulateKernel(ModuleOp top, gpu::GPUModuleOp module,
     ids.thread[d] = loop(ids.blockDim[d]);
   auto region = scf::ExecuteRegionOp::create(b, loc, TypeRange{});
   IRMapping mapping;
-  for (unsigned i = 0; i < numKernelArgs; ++i)
-    mapping.map(kernel.getArgument(i), entry->getArgument(i));
+  OpBuilder atEntry = OpBuilder::atBlockBegin(entry);
+  for (unsigned i = 0; i < numKernelArgs; ++i) {
+    Value arg = entry->getArgument(i);
+    Type type = kernel.getArgument(i).getType();
+    if (arg.getType() != type)
+      arg = arith::BitcastOp::create(atEntry, loc, type, arg);
+    mapping.map(kernel.getArgument(i), arg);
+  }
   kernel.getBody().cloneInto(&region.getRegion(), mapping);
   b.setInsertionPointToEnd(entry);
   func::ReturnOp::create(b, loc);

@@ -14,10 +14,12 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -46,6 +48,19 @@ void mlir::spmd::buildHostToLLVM(
     OpPassManager &pm, llvm::function_ref<void(OpPassManager &)> beforeMemRef) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // 16-bit floats (torch.autocast): math and arithmetic on them run in f32,
+  // rounded after every op as eager does, and bf16 conversions become
+  // integer code, because LLVM would otherwise call __truncsfbf2, which
+  // libgcc before GCC 13 lacks (CPUs without AVX512-BF16 need it).
+  math::MathExtendToSupportedTypesOptions mathTypes;
+  pm.addPass(math::createMathExtendToSupportedTypes(mathTypes));
+  arith::ArithEmulateUnsupportedFloatsOptions halfTypes;
+  halfTypes.sourceTypeStrs = {"bf16", "f16"};
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(halfTypes));
+  pm.addPass(spmd::createSpmdLegalizeHalfConversionsPass());
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createConvertMathToLLVMPass());
   // What LLVM has no intrinsic for (tanh, erf).
   pm.addPass(createConvertMathToLibmPass());
@@ -58,6 +73,7 @@ void mlir::spmd::buildHostToLLVM(
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(spmd::createSpmdBf16BitsInMemoryPass());
 }
 
 void mlir::spmd::registerLowerToCPUPipeline() {
