@@ -82,10 +82,16 @@ def _aten_ops_at(graph, location):
     for node in graph.graph.nodes:
         trace = node.meta.get("stack_trace") or ""
         frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
-        # Called from the user's line itself, not from a module it calls.
-        if node.op == "call_function" and frames and \
+        # Called from the user's line itself, not from a module it calls:
+        # the innermost frame of the user's code, with no torch module
+        # below it.
+        inner = [i for i, (path, _) in enumerate(frames)
+                 if not _OWN.search(path) and not path.startswith("<")]
+        if node.op == "call_function" and inner and \
                 isinstance(node.target, torch._ops.OpOverload) and \
-                f"{frames[-1][0]}:{frames[-1][1]}" == location:
+                "/torch/nn/modules/" not in "".join(
+                    p for p, _ in frames[inner[-1] + 1:]) and \
+                f"{frames[inner[-1]][0]}:{frames[inner[-1]][1]}" == location:
             name = str(node.target).rsplit(".", 1)[0]
             if name not in ops:
                 ops.append(name)
@@ -117,6 +123,17 @@ def _check_dialects(text: str, graph):
             hint=_OUTSIDE_HINT)
 
 
+def _frame_of_op(graph, op):
+    """`file:line` of the user's frame of the first `op` node in `graph`."""
+    for node in graph.graph.nodes:
+        if node.op == "call_function" and str(node.target).startswith(
+                op + "."):
+            location = user_frame(node.meta.get("stack_trace"))
+            if location:
+                return location.split(": ", 1)[0]
+    return None
+
+
 def _import_error(diagnostics, err: Exception, graph: torch.fx.GraphModule):
     """A torch-mlir failure, with the aten op and the user's source line."""
     errors = [(loc, msg) for severity, loc, msg in diagnostics
@@ -125,14 +142,12 @@ def _import_error(diagnostics, err: Exception, graph: torch.fx.GraphModule):
     ops = re.findall(r"torch\.aten\.([a-z_0-9]+)", message)
     location = _user_location(loc) or _user_location(message)
     op = f"aten.{ops[0]}" if ops else None
+    if op is not None and op.endswith("_backward"):
+        # A backward op is traced at `loss.backward()`; its forward op's
+        # line says which of the user's lines it differentiates.
+        location = _frame_of_op(graph, op[:-len("_backward")]) or location
     if location is None and op is not None:
-        for node in graph.graph.nodes:
-            if node.op == "call_function" and str(node.target).startswith(
-                    op + "."):
-                location = user_frame(node.meta.get("stack_trace"))
-                if location:
-                    location = location.split(": ", 1)[0]
-                    break
+        location = _frame_of_op(graph, op)
     first = message.splitlines()[0] if message else ""
     raise UnsupportedError(
         f"spmd.compile: torch-mlir cannot lower {op or 'the traced graph'} "

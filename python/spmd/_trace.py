@@ -10,8 +10,10 @@ gradient per optimized parameter that has one.
 """
 
 import contextlib
+import linecache
 import os
 import re
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
@@ -65,6 +67,76 @@ class Traced:
 
 
 _OWN_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
+_NN_MODULES = os.path.join("torch", "nn", "modules", "")
+_AUTOGRAD = os.path.join("torch", "autograd", "")
+
+
+def _frames_from_step(tracer, summary):
+    """The frames FX records for a traced op (from the first `forward` on)
+    when they include the user's code; for a model made only of torch's
+    modules (an nn.Sequential), whose FX frames are all torch's, the frames
+    from the user's step function inward, so that errors name the user's
+    call of the model. The backward keeps FX's frames."""
+    from torch.fx.experimental.symbolic_shapes import uninteresting_files
+    fx = _FX_FILTER(tracer, summary)
+    if not len(fx) or any(not f.filename.startswith(_OWN_DIRS) for f in fx):
+        # The user's frames, or none: ops of the step itself stay without
+        # a trace (torch-mlir then locates a failing backward op by the
+        # forward op before it, not by the step's own line).
+        return fx
+    frames = list(summary)
+    for i in range(len(frames) - 1, -1, -1):
+        if frames[i].filename == __file__ and frames[i].name == "step":
+            if any(_AUTOGRAD in f.filename for f in frames[i + 1:]):
+                return fx
+            skip = uninteresting_files()
+            return traceback.StackSummary.from_list(
+                [f for f in frames[i + 1:] if f.filename not in skip])
+    return fx
+
+
+_FX_FILTER = torch.fx.proxy.TracerBase._filter_traceback_frames
+
+
+_FX_CREATE_NODE = torch.fx.proxy.TracerBase.create_node
+
+
+def _create_node_with_step_frame(tracer, *args, **kwargs):
+    """FX's create_node; a node with no stack trace that the step itself
+    creates (not its backward) also gets the user's line as
+    meta["spmd_step_frame"] (for spmd's own errors; torch-mlir's locations
+    keep FX's stack traces)."""
+    node = _FX_CREATE_NODE(tracer, *args, **kwargs)
+    if not node.stack_trace:
+        frame = sys._getframe(1)
+        inner = None
+        while frame is not None:
+            path = frame.f_code.co_filename
+            if path == __file__ and frame.f_code.co_name == "step":
+                break
+            if _AUTOGRAD in path:
+                return node
+            if inner is None and not path.startswith(_OWN_DIRS) and \
+                    not path.startswith("<"):
+                inner = frame
+            frame = frame.f_back
+        if frame is not None and inner is not None:
+            code = linecache.getline(inner.f_code.co_filename,
+                                     inner.f_lineno).strip()
+            node.meta["spmd_step_frame"] = (
+                f"{inner.f_code.co_filename}:{inner.f_lineno}: {code}")
+    return node
+
+
+@contextlib.contextmanager
+def _stack_traces_from_step():
+    torch.fx.proxy.TracerBase._filter_traceback_frames = _frames_from_step
+    torch.fx.proxy.TracerBase.create_node = _create_node_with_step_frame
+    try:
+        yield
+    finally:
+        torch.fx.proxy.TracerBase._filter_traceback_frames = _FX_FILTER
+        torch.fx.proxy.TracerBase.create_node = _FX_CREATE_NODE
 
 
 def user_frame(stack_trace: Optional[str]) -> Optional[str]:
@@ -73,11 +145,19 @@ def user_frame(stack_trace: Optional[str]) -> Optional[str]:
         return None
     frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)',
                         stack_trace)
-    for path, line, code in reversed(frames):
+    for i in range(len(frames) - 1, -1, -1):
+        path, line, code = frames[i]
         if not path.startswith(_OWN_DIRS) and not path.startswith("<"):
-            return f"{path}:{line}: {code.strip()}"
-    # All inside torch (an nn.Sequential of library modules): the innermost
-    # frame still names the module (e.g. torch/nn/modules/dropout.py).
+            where = f"{path}:{line}: {code.strip()}"
+            # Called through torch's modules (the user's model(x) on an
+            # nn.Sequential): the innermost module's line names it.
+            inner = [f for f in frames[i + 1:] if _NN_MODULES in f[0]]
+            if inner:
+                path, line, code = inner[-1]
+                where += f"\n  in {path}:{line}: {code.strip()}"
+            return where
+    # All inside torch: the innermost frame still names the module (e.g.
+    # torch/nn/modules/dropout.py).
     if frames:
         path, line, code = frames[-1]
         return f"{path}:{line}: {code.strip()}"
@@ -100,7 +180,8 @@ def node_frame(node) -> Optional[str]:
     for _ in range(32):
         if node is None or node.op == "root":
             return None
-        frame = user_frame(node.meta.get("stack_trace"))
+        frame = user_frame(node.meta.get("stack_trace")) or \
+            node.meta.get("spmd_step_frame")
         if frame:
             return frame
         node = node.prev
@@ -285,7 +366,7 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     buffers = [named_buffers[n].detach().clone() for n in buffer_names]
     rng = torch.zeros(2, dtype=torch.int64)
     try:
-        with torch.enable_grad():
+        with torch.enable_grad(), _stack_traces_from_step():
             graph = make_fx(step, decomposition_table=decomposition_table(),
                             tracing_mode="fake", record_stack_traces=True)(
                 params, buffers, [fake_input(i) for i in inputs], rng)

@@ -35,6 +35,12 @@ class Half(nn.Module):
         return self.fc(x).to(torch.float8_e4m3fn).float()  # LINE-half
 
 
+def library_model():
+    """Only torch's own modules: the error names the user's call of the
+    model (FX's stack traces alone start inside torch) and the module."""
+    return nn.Sequential(nn.Linear(4, 4), nn.RReLU())
+
+
 class Bf16Params(nn.Module):
     """Parameters stored in bfloat16: a clear error (keep float32 master
     parameters and use autocast)."""
@@ -123,7 +129,8 @@ class Dropout(nn.Module):
         return self.fc(x) + noise
 
 
-MODELS = {"dropout": Dropout, "clamp_erfinv": ClampErfinv, "branch": DataDependent, "det": Det, "erfinv": Erfinv, "cumsum": Cumsum, "half": Half, "bf16_params": Bf16Params, "sort": Sort, "batchnorm": BatchNorm}
+MODELS = {"dropout": Dropout, "clamp_erfinv": ClampErfinv, "branch": DataDependent, "det": Det, "erfinv": Erfinv, "cumsum": Cumsum, "half": Half, "bf16_params": Bf16Params, "library": library_model,
+          "in_step": lambda: nn.Linear(4, 4), "sort": Sort, "batchnorm": BatchNorm}
 
 
 def main():
@@ -133,7 +140,10 @@ def main():
 
     @spmd.compile()
     def train_step(model, opt, x):
-        loss = model(x).pow(2).mean()
+        out = model(x)  # LINE-step
+        if case == "in_step":  # an unsupported op in the step itself
+            out = out.to(torch.float8_e4m3fn).float()  # LINE-in-step
+        loss = out.pow(2).mean()
         loss.backward()
         opt.step()
         opt.zero_grad()
