@@ -51,19 +51,24 @@ sed '/^func.func private @printMemrefF32/,$d' "$SPMD_ROOT/examples/mlp_train_ste
   | sed 's/shape = 2/shape = 1/' | spmd-opt --spmd-distribute -o "$out/train_local.mlir"
 
 # Every collective on one GPU (a group of 1), and the programs spmd.compile
-# builds for four PyTorch models (mesh of 1; 3 steps from fixed state).
+# builds for four PyTorch models (mesh of 1; 3 steps from fixed state), one
+# of them also under torch.autocast(bfloat16) (NAME_bf16).
 inputs="$SPMD_ROOT/test/Conversion/GPU/Inputs"
 sed -e s/NP/1/g -e s/ROWSG/4/g -e s/COLSG/8/g -e s/COLSS/8/g \
   "$inputs/collectives.mlir" > "$out/collectives_local.mlir"
-models="mlp_sgd norm_adam transformer embed_adamw"
+models="mlp_sgd norm_adam transformer embed_adamw norm_adam_bf16"
 declare -A model_flags=(
   [mlp_sgd]="-DROWS=8 -DXC=6 -DX_I64=0 -DX_RANGE=1 -DYC=4 -DY_I64=0 -DY_RANGE=1"
   [norm_adam]="-DROWS=8 -DXC=6 -DX_I64=0 -DX_RANGE=1 -DYC=0 -DY_I64=1 -DY_RANGE=5"
   [transformer]="-DROWS=8 -DXC=6 -DX_I64=1 -DX_RANGE=16 -DYC=0 -DY_I64=1 -DY_RANGE=3"
   [embed_adamw]="-DROWS=8 -DXC=5 -DX_I64=1 -DX_RANGE=20 -DYC=3 -DY_I64=0 -DY_RANGE=1"
+  [norm_adam_bf16]="-DROWS=8 -DXC=6 -DX_I64=0 -DX_RANGE=1 -DYC=0 -DY_I64=1 -DY_RANGE=5"
 )
 for m in $models; do
-  (cd "$SPMD_ROOT/test/Python" && "$SPMD_PYTHON" emit_program.py "$m" 1) \
+  case_kind=("$m")
+  [[ $m == *_bf16 ]] && case_kind=("${m%_bf16}" bf16)
+  (cd "$SPMD_ROOT/test/Python" &&
+    "$SPMD_PYTHON" emit_program.py "${case_kind[0]}" 1 "${case_kind[@]:1}") \
     | spmd-opt --pass-pipeline="builtin.module(inline, symbol-dce, spmd-distribute, func.func(spmd-overlap-collectives))" \
       -o "$out/${m}_local.mlir"
 done

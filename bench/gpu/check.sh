@@ -6,7 +6,8 @@
 # GPU, the example train step (5 steps of SGD with momentum, parameters and
 # optimizer state on the GPU) checked against the CPU path, every collective
 # (a group of 1), the programs spmd.compile builds for four PyTorch models
-# vs the CPU path, and a short table last. A folder built with `build.sh --emulate` runs the same against
+# (and one under torch.autocast bfloat16) vs the CPU path, and a short
+# table last. A folder built with `build.sh --emulate` runs the same against
 # the GPU emulator (no GPU; PyTorch's row is skipped).
 #
 #   bash bench/gpu/out/check.sh          (or from the repository root:
@@ -51,8 +52,8 @@ timeout 60 "$out/collectives_gpu" > "$out/collectives.out"
 coll_rc=$?
 "$python" "$out/check_collectives.py" 1 < "$out/collectives.out" \
   | tee "$out/collectives.txt"
-echo "== spmd.compile programs of 4 PyTorch models (3 steps) vs the CPU path"
-for m in mlp_sgd norm_adam transformer embed_adamw; do
+echo "== spmd.compile programs of 4 PyTorch models (3 steps; one also under autocast bf16) vs the CPU path"
+for m in mlp_sgd norm_adam transformer embed_adamw norm_adam_bf16; do
   echo -n "$m: "
   timeout 60 "$out/${m}_gpu" "$out/${m}_ref.txt" || echo "$m FAILED (rc $?)"
 done | tee "$out/models.txt"
@@ -86,6 +87,6 @@ echo "| example train step, 5 steps vs CPU path (max rel. dev.) | ${train_dev:-n
 coll=$(sed -n 's/^\([0-9]* of [0-9]*\) collectives ok$/\1/p' "$out/collectives.txt")
 echo "| collectives (group of 1) | ${coll:-n/a (rc $coll_rc)} ok |"
 models_ok=$(grep -c ': OK$' "$out/models.txt")
-echo "| spmd.compile programs, 4 models vs CPU path | $models_ok of 4 OK |"
+echo "| spmd.compile programs, 4 models (+1 autocast bf16) vs CPU path | $models_ok of 5 OK |"
 [ "$check" = OK ] && [ "$train" = OK ] && [ "$torch_rc" = 0 ] &&
-  [ "$coll" = "12 of 12" ] && [ "$models_ok" = 4 ]
+  [ "$coll" = "12 of 12" ] && [ "$models_ok" = 5 ]
