@@ -278,50 +278,59 @@ public:
     return group;
   }
 
-  std::unique_ptr<Request> enqueue(std::function<void()> run) {
+  /// Queues `run(group, options)` for the worker; `options` sets the tag
+  /// (the group's next, the same on every rank) and the timeout on a Gloo
+  /// options object.
+  template <typename Run>
+  std::unique_ptr<Request> enqueueOn(Group &g, Run run) {
+    GlooGroup *group = &static_cast<GlooGroup &>(g);
+    uint32_t tag = group->nextTag++;
+    Millis limit = timeout;
     auto request = std::make_unique<GlooRequest>();
     request->job = std::make_shared<Job>();
-    request->job->run = std::move(run);
+    request->job->run = [group, tag, limit, run] {
+      run(*group, [&](auto &opts) {
+        opts.setTag(tag);
+        opts.setTimeout(limit);
+      });
+    };
     worker->push(request->job);
     return request;
   }
 
-  static GlooGroup &gloo(Group &g) { return static_cast<GlooGroup &>(g); }
+  /// All_reduce of `count` elements of `data` in place (on the worker).
+  template <typename Options>
+  static void allReduceInPlace(GlooGroup &group, Options &&options, void *data,
+                               size_t count, int32_t dtype, int32_t kind) {
+    withType(dtype, [&](auto zero) {
+      using T = decltype(zero);
+      gloo::AllreduceOptions opts(group.context);
+      opts.setOutput(static_cast<T *>(data), count);
+      opts.setReduceFunction(reduction<T>(kind));
+      options(opts);
+      gloo::allreduce(opts);
+    });
+  }
 
   std::unique_ptr<Request> allReduce(Group &g, const void *in, void *out,
                                      size_t count, int32_t dtype,
                                      int32_t kind) override {
-    GlooGroup *group = &gloo(g);
-    uint32_t tag = group->nextTag++;
-    Millis limit = timeout;
-    return enqueue([group, in, out, count, dtype, kind, tag, limit] {
+    return enqueueOn(g, [=](GlooGroup &group, auto options) {
       if (in != out)
         std::memcpy(out, in, count * elementSize(dtype));
-      withType(dtype, [&](auto zero) {
-        using T = decltype(zero);
-        gloo::AllreduceOptions opts(group->context);
-        opts.setOutput(static_cast<T *>(out), count);
-        opts.setReduceFunction(reduction<T>(kind));
-        opts.setTag(tag);
-        opts.setTimeout(limit);
-        gloo::allreduce(opts);
-      });
+      allReduceInPlace(group, options, out, count, dtype, kind);
     });
   }
 
   std::unique_ptr<Request> allGather(Group &g, const void *in, void *out,
                                      size_t chunk, int32_t dtype) override {
-    GlooGroup *group = &gloo(g);
-    uint32_t tag = group->nextTag++;
-    Millis limit = timeout;
-    return enqueue([group, in, out, chunk, dtype, tag, limit] {
+    return enqueueOn(g, [=](GlooGroup &group, auto options) {
       withType(dtype, [&](auto zero) {
         using T = decltype(zero);
-        gloo::AllgatherOptions opts(group->context);
+        gloo::AllgatherOptions opts(group.context);
         opts.setInput(const_cast<T *>(static_cast<const T *>(in)), chunk);
-        opts.setOutput(static_cast<T *>(out), chunk * group->size);
-        opts.setTag(tag);
-        opts.setTimeout(limit);
+        opts.setOutput(static_cast<T *>(out), chunk * group.size);
+        options(opts);
         gloo::allgather(opts);
       });
     });
@@ -330,42 +339,27 @@ public:
   std::unique_ptr<Request> reduceScatter(Group &g, const void *in, void *out,
                                          size_t chunk, int32_t dtype,
                                          int32_t kind) override {
-    GlooGroup *group = &gloo(g);
-    uint32_t tag = group->nextTag++;
-    Millis limit = timeout;
-    return enqueue([group, in, out, chunk, dtype, kind, tag, limit] {
+    return enqueueOn(g, [=](GlooGroup &group, auto options) {
       size_t elem = elementSize(dtype);
       std::vector<char> whole(static_cast<const char *>(in),
                               static_cast<const char *>(in) +
-                                  chunk * group->size * elem);
-      withType(dtype, [&](auto zero) {
-        using T = decltype(zero);
-        gloo::AllreduceOptions opts(group->context);
-        opts.setOutput(reinterpret_cast<T *>(whole.data()),
-                       chunk * group->size);
-        opts.setReduceFunction(reduction<T>(kind));
-        opts.setTag(tag);
-        opts.setTimeout(limit);
-        gloo::allreduce(opts);
-      });
-      std::memcpy(out, whole.data() + group->rank * chunk * elem, chunk * elem);
+                                  chunk * group.size * elem);
+      allReduceInPlace(group, options, whole.data(), chunk * group.size, dtype,
+                       kind);
+      std::memcpy(out, whole.data() + group.rank * chunk * elem, chunk * elem);
     });
   }
 
   std::unique_ptr<Request> allToAll(Group &g, const void *in, void *out,
                                     size_t chunk, int32_t dtype) override {
-    GlooGroup *group = &gloo(g);
-    uint32_t tag = group->nextTag++;
-    Millis limit = timeout;
-    return enqueue([group, in, out, chunk, dtype, tag, limit] {
+    return enqueueOn(g, [=](GlooGroup &group, auto options) {
       withType(dtype, [&](auto zero) {
         using T = decltype(zero);
-        gloo::AlltoallOptions opts(group->context);
+        gloo::AlltoallOptions opts(group.context);
         opts.setInput(const_cast<T *>(static_cast<const T *>(in)),
-                      chunk * group->size);
-        opts.setOutput(static_cast<T *>(out), chunk * group->size);
-        opts.setTag(tag);
-        opts.setTimeout(limit);
+                      chunk * group.size);
+        opts.setOutput(static_cast<T *>(out), chunk * group.size);
+        options(opts);
         gloo::alltoall(opts);
       });
     });
@@ -373,30 +367,22 @@ public:
 
   std::unique_ptr<Request> broadcast(Group &g, void *data, size_t count,
                                      int32_t dtype, int root) override {
-    GlooGroup *group = &gloo(g);
-    uint32_t tag = group->nextTag++;
-    Millis limit = timeout;
-    return enqueue([group, data, count, dtype, root, tag, limit] {
+    return enqueueOn(g, [=](GlooGroup &group, auto options) {
       withType(dtype, [&](auto zero) {
         using T = decltype(zero);
-        gloo::BroadcastOptions opts(group->context);
+        gloo::BroadcastOptions opts(group.context);
         opts.setOutput(static_cast<T *>(data), count);
         opts.setRoot(root);
-        opts.setTag(tag);
-        opts.setTimeout(limit);
+        options(opts);
         gloo::broadcast(opts);
       });
     });
   }
 
   std::unique_ptr<Request> barrier(Group &g) override {
-    GlooGroup *group = &gloo(g);
-    uint32_t tag = group->nextTag++;
-    Millis limit = timeout;
-    return enqueue([group, tag, limit] {
-      gloo::BarrierOptions opts(group->context);
-      opts.setTag(tag);
-      opts.setTimeout(limit);
+    return enqueueOn(g, [](GlooGroup &group, auto options) {
+      gloo::BarrierOptions opts(group.context);
+      options(opts);
       gloo::barrier(opts);
     });
   }
