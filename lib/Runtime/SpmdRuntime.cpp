@@ -239,6 +239,18 @@ std::vector<char> widened(const void *in, size_t count, int32_t dtype) {
   return wide;
 }
 
+/// What a 16-bit reduction does when it completes: its float32 result
+/// (averaged over `n` ranks for avg) rounded once into the caller's `out`.
+std::function<void(Pending &)> roundBack(int64_t out, size_t count,
+                                         int32_t dtype, int32_t kind, int n) {
+  return [=](Pending &q) {
+    auto *sum = reinterpret_cast<float *>(q.recv.data());
+    if (kind == SPMD_AVG)
+      divide(sum, static_cast<int64_t>(count), SPMD_F32, n);
+    spmd::runtime::narrow(sum, ptr(out), count, dtype == SPMD_BF16);
+  };
+}
+
 int64_t track(Pending &&p) {
   Runtime &r = rt();
   int64_t handle = ++r.lastHandle;
@@ -364,13 +376,7 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
     p.request =
         rt().backend->allReduce(group, p.send.data(), p.recv.data(),
                                 static_cast<size_t>(count), SPMD_F32, kind);
-    p.finish = [=](Pending &q) {
-      auto *sum = reinterpret_cast<float *>(q.recv.data());
-      if (kind == SPMD_AVG)
-        divide(sum, count, SPMD_F32, n);
-      spmd::runtime::narrow(sum, ptr(out), static_cast<size_t>(count),
-                            dtype == SPMD_BF16);
-    };
+    p.finish = roundBack(out, static_cast<size_t>(count), dtype, kind, n);
     return track(std::move(p));
   }
   p.send.assign(static_cast<char *>(ptr(in)),
@@ -448,12 +454,7 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
     p.recv.resize(chunk * sizeof(float));
     p.request = rt().backend->reduceScatter(group, p.send.data(), p.recv.data(),
                                             chunk, SPMD_F32, kind);
-    p.finish = [=](Pending &q) {
-      auto *sum = reinterpret_cast<float *>(q.recv.data());
-      if (kind == SPMD_AVG)
-        divide(sum, static_cast<int64_t>(chunk), SPMD_F32, n);
-      spmd::runtime::narrow(sum, ptr(out), chunk, dtype == SPMD_BF16);
-    };
+    p.finish = roundBack(out, chunk, dtype, kind, n);
     return track(std::move(p));
   }
   p.request = rt().backend->reduceScatter(group, p.send.data(), ptr(out), chunk,
