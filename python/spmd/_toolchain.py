@@ -8,11 +8,13 @@ errors name.
 
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
+from . import _progress
 from ._errors import CompileError
 
 LLVM_PREFIX = Path(os.environ.get("SPMD_LLVM_PREFIX", "/usr/lib/llvm-22"))
@@ -62,8 +64,13 @@ def cache_dir() -> Path:
 
 
 def _run(cmd, what, work: Path, stdin=None):
-    proc = subprocess.run([str(c) for c in cmd], input=stdin,
-                          capture_output=True, text=True)
+    # Every command, as a script a user can replay by hand in `work`.
+    with open(work / "replay.sh", "a") as script:
+        script.write(f"# {what}\n" + " ".join(
+            shlex.quote(str(c)) for c in cmd) + "\n")
+    with _progress.phase(what):
+        proc = subprocess.run([str(c) for c in cmd], input=stdin,
+                              capture_output=True, text=True)
     if proc.returncode != 0:
         raise CompileError(
             f"{what} failed (exit {proc.returncode}; files in {work}):\n"
@@ -98,6 +105,9 @@ def compile_module(text: str, passes: str, keep: bool = False) -> Path:
         return library
 
     work = Path(tempfile.mkdtemp(prefix="spmd-compile-"))
+    keep = keep or _progress.verbose()
+    _progress.note(f"work directory {work}"
+                   + ("" if keep else " (removed after the build)"))
     (work / "global.mlir").write_text(text)
     _run([spmd_opt, work / "global.mlir", f"--pass-pipeline={passes}",
           "--mlir-print-debuginfo",
@@ -110,10 +120,10 @@ def compile_module(text: str, passes: str, keep: bool = False) -> Path:
     # is per machine).
     _run([LLVM_PREFIX / "bin" / "opt", "-O3", f"-mtriple={_host_triple()}",
           "-mcpu=native", work / "step.ll", "-o", work / "step.bc"],
-         "opt", work)
+         "LLVM opt -O3", work)
     _run([LLVM_PREFIX / "bin" / "llc", "-O3", f"-mtriple={_host_triple()}",
           "-mcpu=native", "--relocation-model=pic", "-filetype=obj",
-          work / "step.bc", "-o", work / "step.o"], "llc", work)
+          work / "step.bc", "-o", work / "step.o"], "LLVM llc -O3", work)
     blas = _cmake_cache(build, "SPMD_BLAS_LIBRARY")
     cc = os.environ.get("CC", shutil.which("cc") or "gcc")
     mlir_lib = LLVM_PREFIX / "lib"

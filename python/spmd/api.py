@@ -12,7 +12,7 @@ import torch
 from torch.nn.utils._named_member_accessor import NamedMemberAccessor
 from torch.utils import _pytree as pytree
 
-from . import _importer, _program, _runtime, _toolchain, _trace
+from . import _importer, _program, _progress, _runtime, _toolchain, _trace
 from ._errors import UnsupportedError
 from ._executable import Executable
 from .placement import Placement, Shard
@@ -154,6 +154,8 @@ class CompiledStep:
         self.parallel = parallel or DataParallel()
         self.cache = {}
         self.replaced = set()
+        # {phase: seconds} of the last compile (also on each Executable).
+        self.compile_times = {}
         functools.update_wrapper(self, fn)
 
     def _signature(self, leaves):
@@ -173,6 +175,15 @@ class CompiledStep:
         return tuple(key)
 
     def _compile(self, args, kwargs):
+        log = _progress.CompileLog(getattr(self.fn, "__name__", "step"),
+                                   _runtime.rank())
+        with _progress.compiling(log):
+            executable = self._compile_logged(args, kwargs)
+        executable.compile_times = log.as_dict()
+        self.compile_times = executable.compile_times
+        return executable
+
+    def _compile_logged(self, args, kwargs):
         # Every rank traces; an error on any rank stops all of them (and is
         # printed once) before rank 0 starts building.
         program, error = None, None
@@ -186,11 +197,14 @@ class CompiledStep:
         # must not leave them blocked in the next collective). A rank that
         # does not share rank 0's cache (another node) then builds too.
         library = _toolchain.library_path(program.text, pipeline)
+        if library.exists():
+            _progress.note(f"cached program {library}")
         _build_where(_runtime.rank() == 0, program.text, pipeline)
         _build_where(not library.exists(), program.text, pipeline)
         if traced.rng_draws and self.random is None:
             self.random = _RandomStream()
-        return Executable(library, traced, program, self.random)
+        with _progress.phase("load"):
+            return Executable(library, traced, program, self.random)
 
     def _trace(self, args, kwargs):
         """The traced step and its global program (this rank's work)."""
@@ -202,14 +216,17 @@ class CompiledStep:
                 self.replaced:
             _apply_replacements(model, self.overrides)
             self.replaced.add(id(model))
-        traced = _trace.trace(self.fn, args, kwargs, world,
-                              self.parallel.inputs)
-        imported = _importer.import_graph(traced.graph, _program.CALLEE)
-        program = _program.build(traced, imported, world,
-                                 prefix=_model_prefix(traced.model),
-                                 index=next(_PROGRAMS))
-        for override in self.overrides:
-            program.text = override.transform(program.text)
+        with _progress.phase("trace (make_fx)"):
+            traced = _trace.trace(self.fn, args, kwargs, world,
+                                  self.parallel.inputs)
+        with _progress.phase("import (torch-mlir)"):
+            imported = _importer.import_graph(traced.graph, _program.CALLEE)
+        with _progress.phase("global program"):
+            program = _program.build(traced, imported, world,
+                                     prefix=_model_prefix(traced.model),
+                                     index=next(_PROGRAMS))
+            for override in self.overrides:
+                program.text = override.transform(program.text)
         return traced, program
 
     def __call__(self, *args, **kwargs):

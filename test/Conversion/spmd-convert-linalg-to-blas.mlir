@@ -40,8 +40,8 @@ func.func @zero_init(%a: memref<8x4xf32>, %b: memref<4x6xf32>, %c: memref<8x6xf3
 // CHECK-LABEL: func.func @strided_and_f64
 // CHECK-SAME: (%[[A:.*]]: memref<8x4xf32, strided<[8, 1], offset: ?>>
 // CHECK: %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %[[STRIDES:.*]]:2 = memref.extract_strided_metadata %[[A]]
-// CHECK: arith.muli %[[OFF]]
 // CHECK: %[[LDA:.*]] = arith.index_cast %[[STRIDES]]#0 : index to i32
+// CHECK: arith.muli %[[OFF]]
 // CHECK: call @cblas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDA]],
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<8x4xf64>, memref<4x6xf64>)
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<8x4xf32, strided<[1, 8]>>
@@ -51,5 +51,49 @@ func.func @strided_and_f64(%a: memref<8x4xf32, strided<[8, 1], offset: ?>>, %b: 
   linalg.matmul ins(%a, %b : memref<8x4xf32, strided<[8, 1], offset: ?>>, memref<4x6xf32>) outs(%c : memref<8x6xf32>)
   linalg.matmul ins(%d, %e : memref<8x4xf64>, memref<4x6xf64>) outs(%f : memref<8x6xf64>)
   linalg.matmul ins(%g, %b : memref<8x4xf32, strided<[1, 8]>>, memref<4x6xf32>) outs(%c : memref<8x6xf32>)
+  return
+}
+
+// A batched matmul is a loop of GEMMs over the batch, each matrix addressed
+// through the batch stride of its layout; a zero fill before it is beta = 0.
+// CHECK-LABEL: func.func @batched
+// CHECK-SAME: (%[[A:.*]]: memref<6x8x4xf32>, %[[B:.*]]: memref<6x4x5xf32>, %[[C:.*]]: memref<6x8x5xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-DAG: %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[BASEA:.*]], %[[OFFA:.*]], %{{.*}}:3, %[[STRIDESA:.*]]:3 = memref.extract_strided_metadata %[[A]]
+// CHECK-DAG: %[[LDA:.*]] = arith.index_cast %[[STRIDESA]]#1 : index to i32
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:   %[[SKIP:.*]] = arith.muli %[[I]], %[[STRIDESA]]#0 : index
+// CHECK:   %[[ELEM:.*]] = arith.addi %[[OFFA]], %[[SKIP]] : index
+// CHECK:   arith.muli %[[ELEM]], %[[FOUR]] : index
+// CHECK:   call @cblas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %[[LDA]], %{{.*}}, %{{.*}}, %[[ZERO]], %{{.*}}, %{{.*}}) :
+// CHECK: }
+// CHECK-NOT: linalg.batch_matmul
+func.func @batched(%a: memref<6x8x4xf32>, %b: memref<6x4x5xf32>, %c: memref<6x8x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<6x8x5xf32>)
+  linalg.batch_matmul ins(%a, %b : memref<6x8x4xf32>, memref<6x4x5xf32>) outs(%c : memref<6x8x5xf32>)
+  return
+}
+
+// Batched with B transposed through the maps (q @ k^T); a broadcast batch
+// operand and both operands transposed stay for the loop lowering.
+// CHECK-LABEL: func.func @batched_transposed
+// CHECK-DAG: %[[NT:.*]] = arith.constant 111 : i32
+// CHECK-DAG: %[[T:.*]] = arith.constant 112 : i32
+// CHECK: scf.for
+// CHECK: call @cblas_sgemm(%{{.*}}, %[[NT]], %[[T]],
+// CHECK: linalg.batch_matmul
+// CHECK: linalg.batch_matmul
+func.func @batched_transposed(%a: memref<6x8x4xf32>, %b: memref<6x5x4xf32>, %c: memref<6x8x5xf32>,
+                              %w: memref<4x5xf32>, %at: memref<6x4x8xf32>) {
+  linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>]
+      ins(%a, %b : memref<6x8x4xf32>, memref<6x5x4xf32>) outs(%c : memref<6x8x5xf32>)
+  linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>]
+      ins(%a, %w : memref<6x8x4xf32>, memref<4x5xf32>) outs(%c : memref<6x8x5xf32>)
+  linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, k, m)>, affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>]
+      ins(%at, %b : memref<6x4x8xf32>, memref<6x5x4xf32>) outs(%c : memref<6x8x5xf32>)
   return
 }

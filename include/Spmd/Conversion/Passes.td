@@ -71,17 +71,25 @@ def ConvertSpmdToRuntimePass
 
 def ConvertLinalgToBlasPass
     : Pass<"spmd-convert-linalg-to-blas", "::mlir::ModuleOp"> {
-  let summary = "Runs f32 matmuls on buffers through OpenBLAS cblas_sgemm";
+  let summary = "Runs f32 matmuls and batched matmuls on buffers through cblas_sgemm";
   let description = [{
-    After bufferization: every `linalg.matmul` on f32 memrefs with the
-    identity layout, in plain form or with one operand transposed through
-    its indexing maps (`(m, k), (n, k)` or `(k, m), (k, n)`), becomes a call
-    `cblas_sgemm(RowMajor, transA, transB, M, N, K, 1.0, A, lda, B, ldb,
-    beta, C, ldc)`: beta = 1 since linalg.matmul accumulates into its init,
-    or 0 when the init is a zero fill of the output right before the matmul
-    (the fill is dropped). Other matmuls are left for the loop lowering. The program must then be linked
-    with (or run with) `libopenblas`. `function=spmdGpuSgemm` calls the GPU
-    runtime's cuBLAS matmul instead (same signature, device pointers).
+    After bufferization: every `linalg.matmul` on f32 memrefs whose rows
+    are contiguous (inner stride 1), in plain form or with one operand
+    transposed through its indexing maps (`(m, k), (n, k)` or `(k, m),
+    (k, n)`), becomes a call `cblas_sgemm(RowMajor, transA, transB, M, N,
+    K, 1.0, A, lda, B, ldb, beta, C, ldc)`: beta = 1 since linalg.matmul
+    accumulates into its init, or 0 when the init is a zero fill of the
+    output right before the matmul (the fill is dropped). Every
+    `linalg.batch_matmul` of the same kind (3-D operands, batch dimension
+    first, maps `(b, m, k)`, `(b, k, n)` or one of them transposed) becomes
+    an `scf.for` over the batch with one such call per matrix, each matrix
+    addressed through the batch stride of its layout (attention's `q @ k^T`
+    and `att @ v`, forward and backward). Other matmuls (other element
+    types, both operands transposed, a broadcast batch operand, a column
+    stride other than 1) are left for the loop lowering. The program must
+    then be linked with (or run with) `libopenblas`. `function=spmdGpuSgemm`
+    calls the GPU runtime's cuBLAS matmul instead (same signature, device
+    pointers).
 
     ```mlir
     linalg.matmul ins(%a, %b : memref<64x128xf32>, memref<128x32xf32>)
@@ -98,7 +106,8 @@ def ConvertLinalgToBlasPass
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def SpmdLegalizeHalfConversionsPass
@@ -188,6 +197,50 @@ def SpmdBlockedFullReductionsPass
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
+}
+
+def SpmdOutlineLoopNestsPass
+    : Pass<"spmd-outline-loop-nests", "::mlir::ModuleOp"> {
+  let summary = "Moves each linalg op on buffers into its own function, once per shape";
+  let description = [{
+    Part of `spmd-lower-to-cpu`, after bufferization and the BLAS and
+    blocked-reduction rewrites, before `convert-linalg-to-loops`. Every
+    linalg op left in a function of the module (a loop nest once lowered)
+    becomes a `func.call` of a private function that holds only that op;
+    ops that are the same up to their operands (same op, attributes, body
+    and operand types) share one function. Constants the op's body reads
+    from above are cloned into the function; other values it reads become
+    arguments. The functions have internal linkage and LLVM's `noinline`.
+
+    Why: lowered in place, a whole train step is one LLVM function of tens
+    of thousands of lines and hundreds of loops, and LLVM's function passes
+    (GVN, LICM, the loop vectorizer's alias checks) grow faster than
+    linearly with it: `opt -O3` took minutes on a 4-layer GPT. One small
+    function per loop nest keeps every optimization local, and the layers
+    of a model, which repeat the same shapes, compile once. The cost is one
+    call per linalg op per step.
+
+    ```mlir
+    linalg.generic {...} ins(%a : memref<8x16xf32>) outs(%b : memref<8x16xf32>) {
+    ^bb0(%x: f32, %y: f32):
+      %r = arith.maximumf %x, %zero : f32
+      linalg.yield %r : f32
+    }
+    // becomes
+    func.call @__spmd_generic_0(%a, %b) : (memref<8x16xf32>, memref<8x16xf32>) -> ()
+    func.func private @__spmd_generic_0(%arg0: memref<8x16xf32>,
+        %arg1: memref<8x16xf32>) attributes {
+        llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]} {
+      %zero = arith.constant 0.000000e+00 : f32
+      linalg.generic {...} ins(%arg0 : ...) outs(%arg1 : ...) { ... }
+      return
+    }
+    ```
+    Linalg ops on tensors are left as they are (run it after
+    bufferization).
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // SPMD_CONVERSION_PASSES_TD

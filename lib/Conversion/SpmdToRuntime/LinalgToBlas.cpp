@@ -1,4 +1,4 @@
-//===- LinalgToBlas.cpp - f32 matmuls on buffers to an sgemm call ---------===//
+//===- LinalgToBlas.cpp - f32 (batched) matmuls on buffers to sgemm calls -===//
 
 #include "Spmd/Conversion/Passes.h"
 
@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
@@ -30,62 +31,88 @@ struct ConvertLinalgToBlasPass
   // passes running in parallel must not do.
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<linalg::MatmulOp> matmuls;
-    module.walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
-    for (linalg::MatmulOp op : matmuls)
+    SmallVector<linalg::LinalgOp> matmuls;
+    module.walk([&](linalg::LinalgOp op) {
+      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+        matmuls.push_back(op);
+    });
+    for (linalg::LinalgOp op : matmuls)
       convert(op, module);
   }
 
-  /// A 2-D f32 buffer whose rows are contiguous (inner stride 1): BLAS
-  /// takes it as a pointer and a leading dimension.
-  static bool isRowContiguousF32(Value v) {
+  /// An f32 buffer of `rank` dimensions whose rows are contiguous (inner
+  /// stride 1): BLAS takes each matrix as a pointer and a leading
+  /// dimension.
+  static bool isRowContiguousF32(Value v, int64_t rank) {
     auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type || !type.getElementType().isF32() || type.getRank() != 2)
+    if (!type || !type.getElementType().isF32() || type.getRank() != rank)
       return false;
     if (type.getLayout().isIdentity())
       return true;
     SmallVector<int64_t> strides;
     int64_t offset;
     return succeeded(type.getStridesAndOffset(strides, offset)) &&
-           strides[1] == 1;
+           strides.back() == 1;
   }
 
-  void convert(linalg::MatmulOp op, ModuleOp module) {
-    if (!op.hasPureBufferSemantics() || op.getInputs().size() != 2 ||
-        !isRowContiguousF32(op.getInputs()[0]) ||
-        !isRowContiguousF32(op.getInputs()[1]) ||
-        !isRowContiguousF32(op.getOutputs()[0]))
-      return;
+  /// Which operands the indexing maps transpose, for maps over (m, n, k),
+  /// or (b, m, n, k) with `batched`; failure for other contractions.
+  static FailureOr<std::pair<bool, bool>> transposes(linalg::LinalgOp op,
+                                                     bool batched) {
     MLIRContext *ctx = op.getContext();
-    AffineExpr m, n, k;
-    bindDims(ctx, m, n, k);
-    auto maps = op.getIndexingMapsArray();
-    auto is = [&](ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b) {
-      return maps[0] == AffineMap::get(3, 0, a, ctx) &&
-             maps[1] == AffineMap::get(3, 0, b, ctx) &&
-             maps[2] == AffineMap::get(3, 0, {m, n}, ctx);
+    unsigned dims = batched ? 4 : 3;
+    SmallVector<AffineExpr> d;
+    for (unsigned i = 0; i < dims; ++i)
+      d.push_back(getAffineDimExpr(i, ctx));
+    AffineExpr m = d[dims - 3], n = d[dims - 2], k = d[dims - 1];
+    auto map = [&](AffineExpr r, AffineExpr c) {
+      SmallVector<AffineExpr> results;
+      if (batched)
+        results.push_back(d[0]);
+      results.append({r, c});
+      return AffineMap::get(dims, 0, results, ctx);
     };
-    bool transA = false, transB = false;
-    if (is({m, k}, {k, n})) {
-    } else if (is({m, k}, {n, k})) {
-      transB = true;
-    } else if (is({k, m}, {k, n})) {
-      transA = true;
-    } else {
+    auto maps = op.getIndexingMapsArray();
+    if (maps.size() != 3 || maps[2] != map(m, n))
+      return failure();
+    for (bool transA : {false, true})
+      for (bool transB : {false, true})
+        if (!(transA && transB) &&
+            maps[0] == (transA ? map(k, m) : map(m, k)) &&
+            maps[1] == (transB ? map(n, k) : map(k, n)))
+          return std::make_pair(transA, transB);
+    return failure();
+  }
+
+  void convert(linalg::LinalgOp op, ModuleOp module) {
+    bool batched = isa<linalg::BatchMatmulOp>(op);
+    int64_t rank = batched ? 3 : 2;
+    if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+        !isRowContiguousF32(op.getDpsInputs()[0], rank) ||
+        !isRowContiguousF32(op.getDpsInputs()[1], rank) ||
+        !isRowContiguousF32(op.getDpsInits()[0], rank))
       return;
-    }
+    // Plain multiply-add bodies only (no casts between element types).
+    if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation()))
+      if (matmul.getCast() != linalg::TypeFn::cast_signed)
+        return;
+    FailureOr<std::pair<bool, bool>> trans = transposes(op, batched);
+    if (failed(trans))
+      return;
+    auto [transA, transB] = *trans;
 
     // A zero fill of the output right before the matmul is beta = 0.
     linalg::FillOp zeroFill;
     if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode()))
       if (fill.hasPureBufferSemantics() &&
-          fill.getOutputs()[0] == op.getOutputs()[0] &&
+          fill.getOutputs()[0] == op.getDpsInits()[0] &&
           matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
         zeroFill = fill;
 
     OpBuilder b(op);
     Location loc = op.getLoc();
-    Value a = op.getInputs()[0], bm = op.getInputs()[1], c = op.getOutputs()[0];
+    Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
+          c = op.getDpsInits()[0];
     auto i32 = [&](Value index) {
       return arith::IndexCastOp::create(b, loc, b.getI32Type(), index)
           .getResult();
@@ -93,56 +120,82 @@ struct ConvertLinalgToBlasPass
     auto dim = [&](Value v, int64_t d) {
       return i32(memref::DimOp::create(b, loc, v, d));
     };
-    // Address of element (0, 0) and the row stride, from the layout.
-    SmallVector<Value> lead;
-    auto ptr = [&](Value v) {
-      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, v);
-      Value base = memref::ExtractAlignedPointerAsIndexOp::create(
-          b, loc, meta.getBaseBuffer());
-      Value bytes = arith::MulIOp::create(
-          b, loc, meta.getOffset(), arith::ConstantIndexOp::create(b, loc, 4));
-      Value address = arith::AddIOp::create(b, loc, base, bytes);
-      lead.push_back(i32(meta.getStrides()[0]));
-      return arith::IndexCastOp::create(b, loc, b.getI64Type(), address)
-          .getResult();
-    };
     auto constI32 = [&](int64_t v) {
       return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v)
           .getResult();
     };
-    Value M = dim(c, 0), N = dim(c, 1);
-    Value K = transA ? dim(a, 0) : dim(a, 1);
-    // Leading dimensions are the row strides of the layouts (a slice of
-    // columns has a row stride larger than its width).
-    Value pa = ptr(a), pb = ptr(bm), pc = ptr(c);
-    Value lda = lead[0], ldb = lead[1], ldc = lead[2];
+    // Each matrix from its layout: the aligned base address, the element
+    // offset of the first matrix, the batch stride and the row stride (a
+    // slice of columns has a row stride larger than its width).
+    struct Matrix {
+      Value base, offset, batchStride, lead;
+    };
+    auto matrix = [&](Value v) {
+      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, v);
+      Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+          b, loc, meta.getBaseBuffer());
+      auto strides = meta.getStrides();
+      return Matrix{base, meta.getOffset(), batched ? strides[0] : Value(),
+                    i32(strides[rank - 2])};
+    };
+    Value four = arith::ConstantIndexOp::create(b, loc, 4);
+    auto address = [&](const Matrix &x, Value batch) {
+      Value offset = x.offset;
+      if (batch)
+        offset = arith::AddIOp::create(
+            b, loc, offset,
+            arith::MulIOp::create(b, loc, batch, x.batchStride));
+      Value bytes = arith::MulIOp::create(b, loc, offset, four);
+      Value address = arith::AddIOp::create(b, loc, x.base, bytes);
+      return arith::IndexCastOp::create(b, loc, b.getI64Type(), address)
+          .getResult();
+    };
+    Value M = dim(c, rank - 2), N = dim(c, rank - 1);
+    Value K = transA ? dim(a, rank - 2) : dim(a, rank - 1);
+    Matrix ma = matrix(a), mb = matrix(bm), mc = matrix(c);
     Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
     Value beta = arith::ConstantOp::create(
         b, loc, b.getF32FloatAttr(zeroFill ? 0.0f : 1.0f));
-    SmallVector<Value> args{constI32(kRowMajor),
-                            constI32(transA ? kTrans : kNoTrans),
-                            constI32(transB ? kTrans : kNoTrans),
-                            M,
-                            N,
-                            K,
-                            one,
-                            pa,
-                            lda,
-                            pb,
-                            ldb,
-                            beta,
-                            pc,
-                            ldc};
+    Value rowMajor = constI32(kRowMajor);
+    Value opA = constI32(transA ? kTrans : kNoTrans);
+    Value opB = constI32(transB ? kTrans : kNoTrans);
     StringRef name = function;
-    if (!module.lookupSymbol<func::FuncOp>(name)) {
-      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-      auto decl = func::FuncOp::create(
-          mb, module.getLoc(), name,
-          mb.getFunctionType(ValueRange(args).getTypes(), {}));
-      decl.setPrivate();
+    auto call = [&](Value batch) {
+      SmallVector<Value> args{rowMajor,
+                              opA,
+                              opB,
+                              M,
+                              N,
+                              K,
+                              one,
+                              address(ma, batch),
+                              ma.lead,
+                              address(mb, batch),
+                              mb.lead,
+                              beta,
+                              address(mc, batch),
+                              mc.lead};
+      if (!module.lookupSymbol<func::FuncOp>(name)) {
+        OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+        auto decl = func::FuncOp::create(
+            mb, module.getLoc(), name,
+            mb.getFunctionType(ValueRange(args).getTypes(), {}));
+        decl.setPrivate();
+      }
+      func::CallOp::create(b, loc, name, TypeRange{}, args);
+    };
+    if (batched) {
+      // One GEMM per matrix of the batch.
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value step = arith::ConstantIndexOp::create(b, loc, 1);
+      Value count = memref::DimOp::create(b, loc, c, 0);
+      auto loop = scf::ForOp::create(b, loc, zero, count, step);
+      b.setInsertionPointToStart(loop.getBody());
+      call(loop.getInductionVar());
+    } else {
+      call(Value());
     }
-    func::CallOp::create(b, loc, name, TypeRange{}, args);
-    op.erase();
+    op->erase();
     if (zeroFill)
       zeroFill.erase();
   }

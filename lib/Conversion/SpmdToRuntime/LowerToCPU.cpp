@@ -88,6 +88,7 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         pm.addPass(spmd::createConvertLinalgToBlasPass());
         pm.addNestedPass<func::FuncOp>(
             spmd::createSpmdBlockedFullReductionsPass());
+        pm.addPass(spmd::createSpmdOutlineLoopNestsPass());
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createSCFToControlFlowPass());
