@@ -47,6 +47,18 @@ func.func @step(%a: memref<8x16xf32>, %b: memref<8x16xf32>, %c: memref<4x4xf32>,
   return %filled : tensor<4xf32>
 }
 
+// A copy between strided layouts becomes an outlined linalg.copy; a copy
+// between identity layouts stays a memref.copy (a memcpy).
+// CHECK-LABEL: func.func @copies
+// CHECK-SAME: (%[[X:.*]]: memref<8x16xf32>, %[[Y:.*]]: memref<8x16xf32, strided<[48, 1], offset: 16>>, %[[Z:.*]]: memref<8x16xf32>)
+// CHECK-NEXT: call @[[SCOPY:__spmd_copy_[0-9]+]](%[[X]], %[[Y]])
+// CHECK-NEXT: memref.copy %[[X]], %[[Z]] : memref<8x16xf32> to memref<8x16xf32>
+func.func @copies(%x: memref<8x16xf32>, %y: memref<8x16xf32, strided<[48, 1], offset: 16>>, %z: memref<8x16xf32>) {
+  memref.copy %x, %y : memref<8x16xf32> to memref<8x16xf32, strided<[48, 1], offset: 16>>
+  memref.copy %x, %z : memref<8x16xf32> to memref<8x16xf32>
+  return
+}
+
 // CHECK: func.func private @[[RELU]](%[[X:.*]]: memref<8x16xf32>, %[[Y:.*]]: memref<8x16xf32>)
 // CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
 // CHECK-NEXT: %[[Z:.*]] = arith.constant 0.000000e+00 : f32
@@ -58,5 +70,7 @@ func.func @step(%a: memref<8x16xf32>, %b: memref<8x16xf32>, %c: memref<4x4xf32>,
 // CHECK: func.func private @[[SCALE]](%{{.*}}: memref<8x16xf32>, %{{.*}}: memref<8x16xf32>, %[[SARG:.*]]: f32)
 // CHECK: arith.mulf %{{.*}}, %[[SARG]] : f32
 // CHECK: func.func private @[[COPY]]
+// CHECK: linalg.copy
+// CHECK: func.func private @[[SCOPY]](%{{.*}}: memref<8x16xf32>, %{{.*}}: memref<8x16xf32, strided<[48, 1], offset: 16>>)
 // CHECK: linalg.copy
 // CHECK-NOT: func.func private

@@ -3,6 +3,8 @@
 // value and alignment for a tensor constant, constant or not. A zero-valued
 // state must never stand in for the zero constant below (it did: the step
 // counter was read as `0.0`, and every step's ReLU backward changed with it).
+// The zero is also returned, so that it stays a constant tensor after
+// spmd-fuse-elementwise folds it into the select's body.
 spmd.mesh @m(shape = 1)
 spmd.state @"step" : tensor<f32> role = optimizer_state
 
@@ -10,7 +12,7 @@ spmd.state @"step" : tensor<f32> role = optimizer_state
 // CHECK-DAG: llvm.mlir.global external @step(0.000000e+00 : f32) {{.*}}alignment = 128
 // CHECK-LABEL: llvm.func @select_zero
 // CHECK: llvm.mlir.addressof @[[ZERO]] : !llvm.ptr
-func.func @select_zero(%mask: tensor<4xi1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+func.func @select_zero(%mask: tensor<4xi1>, %x: tensor<4xf32>) -> (tensor<4xf32>, tensor<f32>) {
   %s = spmd.load @"step" : tensor<f32>
   %one = arith.constant dense<1.0> : tensor<f32>
   %s1 = arith.addf %s, %one : tensor<f32>
@@ -22,5 +24,5 @@ func.func @select_zero(%mask: tensor<4xi1>, %x: tensor<4xf32>) -> tensor<4xf32> 
     %y = arith.select %m, %z, %v : f32
     linalg.yield %y : f32
   } -> tensor<4xf32>
-  return %r : tensor<4xf32>
+  return %r, %zero : tensor<4xf32>, tensor<f32>
 }

@@ -236,11 +236,124 @@ def SpmdOutlineLoopNestsPass
       return
     }
     ```
+    A `memref.copy` between strided (non-identity) layouts becomes a
+    `linalg.copy` first and is outlined like the rest: LLVM would lower it
+    to the runtime's `memrefCopy`, which walks the elements one by one
+    through their strides. Copies between identity layouts stay (memcpy).
     Linalg ops on tensors are left as they are (run it after
     bufferization).
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect"];
+}
+
+def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
+  let summary = "Fuses elementwise linalg.generic producers into their consumers";
+  let description = [{
+    Part of the front shared by `spmd-lower-to-cpu` and the GPU lowering,
+    on tensors, right before bufferization. A `linalg.generic` whose loops
+    are all parallel and whose result has exactly one user, a
+    `linalg.generic` that reads it once per iteration (its indexing map is
+    a permutation), is computed inside that consumer: upstream's
+    elementwise fusion (`populateElementwiseOpsFusionPatterns`) with that
+    control, which also folds fills and scalar constants into bodies and
+    drops an `outs` operand whose value the body never reads (so
+    bufferization writes into a fresh buffer instead of copying the old
+    value first). A chain of elementwise ops becomes one loop nest, and an
+    elementwise prologue fuses into a reduction (softmax's `exp(x - max)`
+    into its sum, LayerNorm's `(x - mean)^2` into the variance).
+
+    First, a `linalg.fill` that is the `outs` of several ops (CSE merges
+    the zero fills of every reduction and matmul of one shape) is cloned
+    right before each of them, with its own `tensor.empty`: shared,
+    bufferization would fill one buffer and copy it into every user's
+    output; cloned, each output is filled in place, and a zero fill right
+    before a matmul becomes `beta = 0` in `spmd-convert-linalg-to-blas`.
+
+    Numerics are unchanged: every element goes through the same scalar
+    operations in the same order; only where the intermediate lives
+    changes. Not fused: producers with several users (fusing would compute
+    them twice), operands the consumer broadcasts (computed again for
+    every element they are broadcast to), named ops (`linalg.matmul`,
+    `linalg.transpose`, `linalg.reduce`, fills), which keep their own
+    lowerings.
+
+    ```mlir
+    %e = linalg.generic {... ["parallel"]} ins(%x) outs(%empty) { exp }
+    %s = linalg.generic {... ["parallel"]} ins(%e, %y) outs(%empty) { addf }
+    // becomes
+    %s = linalg.generic {... ["parallel"]} ins(%x, %y) outs(%empty) { exp; addf }
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def SpmdPolynomialErfPass : Pass<"spmd-polynomial-erf"> {
+  let summary = "Rewrites f32 math.erf as arithmetic LLVM can vectorize";
+  let description = [{
+    Part of the back shared by the CPU and GPU lowerings, after 16-bit math
+    is widened to f32. Every `math.erf` on f32 (scalar or vector) becomes
+    upstream MLIR's rational approximation (`populatePolynomialApproximate
+    ErfPattern`: a ratio of two degree-4 polynomials on three intervals,
+    then +-1). LLVM turns `math.erf` into a call of libm's `erff` per
+    element, which its loop vectorizer cannot widen (it maps no libmvec
+    function to erff), so GELU's loops ran scalar; the approximation is
+    plain arithmetic and vectorizes.
+
+    Accuracy: within 3e-7 of erf (about two float32 ulps near +-1) over
+    the whole f32 range, checked against the f64 libm erf on 2^20 points
+    by `test/Conversion/polynomial-erf-run.mlir` — float32 rounding, as
+    the SLEEF erf eager PyTorch vectorizes with. Other element types are
+    left to libm.
+
+    ```mlir
+    %y = math.erf %x : f32
+    // becomes arith (select on |x|, two polynomial evaluations, a
+    // division, copysign) with no call
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def SpmdReassociableReductionsPass : Pass<"spmd-reassociable-reductions"> {
+  let summary = "Lets LLVM vectorize the reductions along contiguous dimensions";
+  let description = [{
+    Part of `spmd-lower-to-cpu`, after bufferization and the blocked full
+    reductions. In every linalg op on buffers with a reduction loop, the
+    operation that combines an element with the accumulator (the yielded
+    `arith.addf`, `mulf`, `maximumf`, `minimumf`, `maxnumf` or `minnumf`
+    of the accumulator block argument) gets the `reassoc` fast-math flag;
+    nothing else in the body does.
+
+    Why: a row sum or row max (softmax, LayerNorm, cross-entropy) runs its
+    reduction loop innermost, along the contiguous dimension. LLVM's loop
+    vectorizer may only keep such an accumulator as partial results in
+    vector lanes (then add the lanes as a tree) when the combiner may be
+    reassociated; without the flag the loop stays scalar, one dependent
+    addition per element.
+
+    Numerics: max and min are exact in any order. A sum becomes V (about
+    16 to 64, as LLVM chooses) interleaved partial sums of n/V terms each
+    plus a tree of V: the rounding error bound drops from n to about n/V +
+    log2(V) ulps of the running sums, the kind of accuracy the blocked full
+    reductions give; results differ from a sequential sum by rounding, and
+    are deterministic (the same program always adds in the same order, on
+    any number of ranks). Column reductions (the reduction loop outermost)
+    already vectorize along their contiguous parallel dimension.
+
+    ```mlir
+    linalg.generic {... ["parallel", "reduction"]} ins(%x : memref<64x128xf32>)
+        outs(%s : memref<64xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %r = arith.addf %in, %acc fastmath<reassoc> : f32
+      linalg.yield %r : f32
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 #endif // SPMD_CONVERSION_PASSES_TD

@@ -34,6 +34,7 @@ void mlir::spmd::buildLowerToBuffers(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(spmd::createConvertSpmdToRuntimePass());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdFuseElementwisePass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -54,6 +55,7 @@ void mlir::spmd::buildHostToLLVM(
   // libgcc before GCC 13 lacks (CPUs without AVX512-BF16 need it).
   math::MathExtendToSupportedTypesOptions mathTypes;
   pm.addPass(math::createMathExtendToSupportedTypes(mathTypes));
+  pm.addPass(spmd::createSpmdPolynomialErfPass());
   arith::ArithEmulateUnsupportedFloatsOptions halfTypes;
   halfTypes.sourceTypeStrs = {"bf16", "f16"};
   pm.addPass(arith::createArithEmulateUnsupportedFloats(halfTypes));
@@ -88,6 +90,8 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         pm.addPass(spmd::createConvertLinalgToBlasPass());
         pm.addNestedPass<func::FuncOp>(
             spmd::createSpmdBlockedFullReductionsPass());
+        pm.addNestedPass<func::FuncOp>(
+            spmd::createSpmdReassociableReductionsPass());
         pm.addPass(spmd::createSpmdOutlineLoopNestsPass());
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());

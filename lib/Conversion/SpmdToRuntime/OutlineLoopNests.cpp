@@ -87,10 +87,31 @@ std::string key(func::FuncOp fn) {
   return text;
 }
 
+/// A memref.copy between strided layouts as a linalg.copy: LLVM lowers it
+/// otherwise to the runtime's memrefCopy, which walks the elements one by
+/// one through their strides. Contiguous copies stay (a memcpy).
+void stridedCopiesToLinalg(ModuleOp module) {
+  SmallVector<memref::CopyOp> copies;
+  module.walk([&](memref::CopyOp copy) {
+    auto from = dyn_cast<MemRefType>(copy.getSource().getType());
+    auto to = dyn_cast<MemRefType>(copy.getTarget().getType());
+    if (from && to &&
+        (!from.getLayout().isIdentity() || !to.getLayout().isIdentity()))
+      copies.push_back(copy);
+  });
+  for (memref::CopyOp copy : copies) {
+    OpBuilder b(copy);
+    linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
+                           copy.getTarget());
+    copy.erase();
+  }
+}
+
 struct SpmdOutlineLoopNestsPass
     : spmd::impl::SpmdOutlineLoopNestsPassBase<SpmdOutlineLoopNestsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    stridedCopiesToLinalg(module);
     SymbolTable symbols(module);
     SmallVector<linalg::LinalgOp> ops;
     for (auto fn : module.getOps<func::FuncOp>())
