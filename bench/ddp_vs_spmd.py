@@ -196,6 +196,11 @@ def main():
     args = ap.parse_args()
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    # The ahead-of-time program loads OpenBLAS before any code of ours runs:
+    # name its kernels for this CPU as spmd.compile does (python/spmd/_cpu.py).
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from spmd._cpu import choose_openblas_core
+    choose_openblas_core(env)
     mpirun = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2"]
     blas = sh(["sed", "-n", "s/^SPMD_BLAS_LIBRARY:FILEPATH=//p", os.path.join(BUILD, "CMakeCache.txt")]).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:

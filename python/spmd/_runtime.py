@@ -26,40 +26,14 @@ import time
 
 import torch
 
-from . import _errors
+from . import _cpu, _errors
 from ._toolchain import runtime_library
 
 _lib = None
 
 
-def _choose_openblas_core():
-    """Names OpenBLAS's kernels for this CPU unless the user did.
-
-    OpenBLAS reads OPENBLAS_CORETYPE once, when it is loaded (with the
-    runtime or the first program). Debian 12's OpenBLAS (0.3.21) takes CPUs
-    newer than itself for a Prescott and runs its SSE3 kernels: on this
-    project's Xeon (AVX-512 BF16, AMX) a 512^3 sgemm runs at 15 GFLOP/s,
-    against 81 with the Cooperlake kernels it would pick on a CPU it knows.
-    The choice follows the CPU's features, not its model number.
-    """
-    if "OPENBLAS_CORETYPE" in os.environ:
-        return
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f
-                          if line.startswith("flags")), [])
-    except OSError:
-        return
-    for needs, core in ((("avx512_bf16", "avx512vl"), "Cooperlake"),
-                        (("avx512f", "avx512vl", "avx512bw"), "SkylakeX"),
-                        (("avx2", "fma"), "Haswell")):
-        if all(flag in flags for flag in needs):
-            os.environ["OPENBLAS_CORETYPE"] = core
-            return
-
-
 # Before anything of ours loads OpenBLAS (the runtime, a program).
-_choose_openblas_core()
+_cpu.choose_openblas_core()
 
 
 def runtime():

@@ -157,7 +157,9 @@ def SpmdBf16BitsInMemoryPass
     llvm.store %bits, %p : i16, !llvm.ptr
     ```
     and `llvm.bitcast (llvm.load %p : bf16) : bf16 to i16` becomes an i16
-    load. Other bf16 uses are left as they are.
+    load. A scalar `llvm.select` between two bf16 values (a fused kernel
+    choosing a bf16 constant, such as masked_fill's -inf) selects their i16
+    bits. Other bf16 uses are left as they are.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

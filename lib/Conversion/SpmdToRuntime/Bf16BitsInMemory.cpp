@@ -53,12 +53,35 @@ struct LoadBits : OpRewritePattern<LLVM::BitcastOp> {
   }
 };
 
+/// select %c, %a, %b : bf16 -> bitcast (select %c, %a', %b' : i16): a
+/// choice between two values moves bits (a fused kernel selects a bf16
+/// constant, such as masked_fill's -inf, passed to it by value).
+struct SelectBits : OpRewritePattern<LLVM::SelectOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LLVM::SelectOp select,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<BFloat16Type>(select.getType()))
+      return failure();
+    Location loc = select.getLoc();
+    Type i16 = rewriter.getI16Type();
+    auto bits = [&](Value v) {
+      return LLVM::BitcastOp::create(rewriter, loc, i16, v).getResult();
+    };
+    Value chosen = LLVM::SelectOp::create(rewriter, loc, select.getCondition(),
+                                          bits(select.getTrueValue()),
+                                          bits(select.getFalseValue()));
+    rewriter.replaceOpWithNewOp<LLVM::BitcastOp>(select, select.getType(),
+                                                 chosen);
+    return success();
+  }
+};
+
 struct SpmdBf16BitsInMemoryPass
     : public spmd::impl::SpmdBf16BitsInMemoryPassBase<
           SpmdBf16BitsInMemoryPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<StoreBits, LoadBits>(&getContext());
+    patterns.add<StoreBits, LoadBits, SelectBits>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

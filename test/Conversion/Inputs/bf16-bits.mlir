@@ -22,3 +22,19 @@ llvm.func @used_as_float(%src: !llvm.ptr) -> f32 {
   %f = llvm.fpext %b : bf16 to f32
   llvm.return %f : f32
 }
+
+// A select between bf16 values (a kernel argument and a loaded value)
+// selects their bits: no bf16 select is left for LLVM to promote to float.
+// CHECK-LABEL: llvm.func @select
+// CHECK-SAME: (%[[C:.*]]: i1, %[[A:.*]]: i16, %[[P:.*]]: !llvm.ptr, %[[Q:.*]]: !llvm.ptr)
+// CHECK: %[[V:.*]] = llvm.load %[[P]] : !llvm.ptr -> i16
+// CHECK: %[[S:.*]] = llvm.select %[[C]], %[[A]], %[[V]] : i1, i16
+// CHECK: llvm.store %[[S]], %[[Q]] : i16, !llvm.ptr
+// CHECK-NOT: bf16
+llvm.func @select(%c: i1, %a: i16, %p: !llvm.ptr, %q: !llvm.ptr) {
+  %ab = llvm.bitcast %a : i16 to bf16
+  %v = llvm.load %p : !llvm.ptr -> bf16
+  %s = llvm.select %c, %ab, %v : i1, bf16
+  llvm.store %s, %q : bf16, !llvm.ptr
+  llvm.return
+}
