@@ -180,8 +180,25 @@ def _layer_norm_mixed(decomposed):
     return layer_norm
 
 
+def _squeeze_as_view(x, dim=None):
+    """squeeze as a view to the same shape without the size-1 dimensions.
+    PyTorch's reference decomposes it to prims.squeeze, an aliasing prim
+    that functionalization refuses (nn.MultiheadAttention's packed
+    in-projection squeezes a transposed tensor)."""
+    if dim is None:
+        dims = range(x.dim())
+    else:
+        dims = [dim] if isinstance(dim, int) else list(dim)
+        dims = [d % max(x.dim(), 1) for d in dims]
+    shape = [n for d, n in enumerate(x.shape) if not (d in dims and n == 1)]
+    return aten.view.default(x, shape)
+
+
 def decomposition_table():
     table = dict(get_decomposition_table())
+    for overload in (aten.squeeze.default, aten.squeeze.dim,
+                     aten.squeeze.dims):
+        table[overload] = _squeeze_as_view
     # torch-mlir lowers gelu(approximate="tanh") with sqrt(2/pi) rounded to
     # 0.797724 (2e-4 off); PyTorch's own decompositions use the exact
     # constant, and the backward must match the forward.

@@ -24,7 +24,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils import stateless
 from torch.utils import _pytree as pytree
 
-from . import _random
+from . import _attention, _random
 from ._decompositions import UnsupportedError, decomposition_table
 from .placement import Placement, Replicate, Shard
 
@@ -329,7 +329,8 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
                         for n, t in zip(param_names, params)}
         capture = _OptimizerCapture(optimizer, traced_by_id)
         with stateless._reparametrize_module(model, mapping,
-                                             tie_weights=True), capture:
+                                             tie_weights=True), capture, \
+                _attention.math_attention():
             out = fn(*call_args, **call_kwargs)
         out_leaves, out_spec = pytree.tree_flatten(out)
         if not all(isinstance(o, torch.Tensor) for o in out_leaves):

@@ -12,6 +12,7 @@ import sys
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import spmd
 
@@ -114,6 +115,63 @@ class TinyTransformer(nn.Module):
         return self.head(h.mean(1))
 
 
+class Encoder(nn.Module):
+    """torch.nn.TransformerEncoderLayer, post- or pre-norm: its
+    MultiheadAttention calls F.scaled_dot_product_attention."""
+
+    def __init__(self, norm_first, vocab=16, dim=8, classes=3):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.layer = nn.TransformerEncoderLayer(
+            dim, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, tokens):
+        return self.head(self.layer(self.tok(tokens)).mean(1))
+
+
+class PaddedMHA(nn.Module):
+    """nn.MultiheadAttention(need_weights=False) with a key padding mask
+    (token 0 is padding): SDPA with an additive float mask."""
+
+    def __init__(self, vocab=16, dim=8, classes=3):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.attn = nn.MultiheadAttention(dim, 2, batch_first=True)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, tokens):
+        h = self.tok(tokens)
+        out, _ = self.attn(h, h, h, key_padding_mask=tokens == 0,
+                           need_weights=False)
+        return self.head(out.mean(1))
+
+
+class CausalGQA(nn.Module):
+    """A causal decoder block calling F.scaled_dot_product_attention
+    itself: 4 query heads over 2 key/value heads (enable_gqa), is_causal,
+    an explicit scale."""
+
+    def __init__(self, vocab=16, dim=8, classes=3):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, dim)
+        self.proj = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, tokens):
+        h = self.tok(tokens)
+        B, T, C = h.shape
+        q = self.q(h).view(B, T, 4, 2).transpose(1, 2)
+        k, v = self.kv(h).view(B, T, 2, 2, 2).unbind(2)
+        k, v = k.transpose(1, 2), v.transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           scale=0.6, enable_gqa=True)
+        h = h + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return self.head(h.mean(1))
+
+
 class TiedLM(nn.Module):
     """Input embedding and output projection share one weight."""
 
@@ -132,7 +190,7 @@ def data(case, gen):
     if case == "tied":
         return (torch.randint(0, 12, (GLOBAL_BATCH, 4), generator=gen),
                 torch.randint(0, 12, (GLOBAL_BATCH,), generator=gen))
-    if case == "transformer":
+    if case in ("transformer",) + ATTENTION:
         return (torch.randint(0, 16, (GLOBAL_BATCH, 6), generator=gen),
                 torch.randint(0, 3, (GLOBAL_BATCH,), generator=gen))
     if case in ("mlp_sgd", "groups", "sgd_options", "adam_options",
@@ -205,8 +263,22 @@ SCHEDULED = {
 }
 
 
+# Models whose attention is F.scaled_dot_product_attention.
+ATTENTION = ("encoder_post", "encoder_pre", "padded_mha", "causal_gqa")
+
+
 def setup(case):
     torch.manual_seed(0)
+    if case in ATTENTION:
+        # SGD, not Adam: attention's key bias has an exactly zero gradient
+        # (softmax ignores a per-row constant), whose rounding noise Adam
+        # would normalize into lr-sized updates on either side.
+        model = {"encoder_post": lambda: Encoder(norm_first=False),
+                 "encoder_pre": lambda: Encoder(norm_first=True),
+                 "padded_mha": PaddedMHA, "causal_gqa": CausalGQA}[case]()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9,
+                              foreach=True)
+        return model, opt, nn.CrossEntropyLoss()
     if case in SCHEDULED:
         model = MLP()
         opt, _ = SCHEDULED[case](model)
