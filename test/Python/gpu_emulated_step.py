@@ -15,6 +15,7 @@ failing step prints its command and output.
                                                   no CASE: every DIR/*.mlir)
 """
 
+import os
 import shlex
 import subprocess
 import sys
@@ -33,9 +34,9 @@ class StepFailed(Exception):
     pass
 
 
-def run(cmd, text_in=None):
+def run(cmd, text_in=None, env=None):
     proc = subprocess.run([str(c) for c in cmd], input=text_in,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise StepFailed(f"$ {' '.join(str(c) for c in cmd)}\n"
                          f"{proc.stdout}{proc.stderr}")
@@ -89,8 +90,11 @@ class Toolchain:
              "-rdynamic", f"-L{self.lib}", "-lSpmdGpuRuntime",
              f"-L{self.cuda / 'lib64' / 'stubs'}", "-lcuda",
              f"-Wl,-rpath,{self.lib}:{self.cuda / 'lib64'}"])
+        # The emulator's counts per rank and step: DIR/CASE.counts.RANK
+        # (emu_counts_check.py reads them).
+        env = dict(os.environ, SPMD_EMU_COUNTS=str(work / f"{case}.counts"))
         out = run([sys.executable, RUN_EMULATED, self.lib / "gpu-emulator"]
-                  + MPIRUN + ["2", work / f"{case}.gpu", ref])
+                  + MPIRUN + ["2", work / f"{case}.gpu", ref], env=env)
         return "".join(f"{case}: {line}\n"
                        for line in sorted(out.splitlines()))
 

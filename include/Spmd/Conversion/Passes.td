@@ -102,7 +102,11 @@ def ConvertLinalgToBlasPass
   }];
   let options = [
     Option<"function", "function", "std::string", "\"cblas_sgemm\"",
-           "the function to call (cblas_sgemm's signature)">
+           "the function to call (cblas_sgemm's signature)">,
+    Option<"batched", "batched", "bool", "true",
+           "also batched matmuls, as a loop of calls (the GPU lowering "
+           "sets false: one call per matrix would be a launch and a host "
+           "wait each)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",

@@ -94,6 +94,10 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   // Device buffers; matmuls to cuBLAS; the rest to kernels.
   spmd::ConvertLinalgToBlasPassOptions blas;
   blas.function = "spmdGpuSgemm";
+  // Not one spmdGpuSgemm per matrix of a batch: each call is a launch and a
+  // host wait; batched matmuls stay kernels until the runtime has a
+  // strided-batched GEMM.
+  blas.batched = false;
   pm.addPass(spmd::createConvertLinalgToBlasPass(blas));
   pm.addPass(spmd::createSpmdGpuMemoryPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuSerialKernelsPass());

@@ -33,7 +33,8 @@ struct ConvertLinalgToBlasPass
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> matmuls;
     module.walk([&](linalg::LinalgOp op) {
-      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+      if (isa<linalg::MatmulOp>(op) ||
+          (batched && isa<linalg::BatchMatmulOp>(op)))
         matmuls.push_back(op);
     });
     for (linalg::LinalgOp op : matmuls)

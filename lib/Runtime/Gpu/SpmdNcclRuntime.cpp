@@ -876,9 +876,15 @@ void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
   }));
 }
 
-/// The device buffer of state `name`: made (zero-filled) on first use,
-/// checked for size and element type after.
+/// On the first call for a program: every rank runs the same one (their
+/// hashes agree), else an error naming it.
 void spmdProgramCheck(int64_t hash, const char *name) {
+  // Every compiled step starts here: the GPU emulator (only it defines
+  // spmdEmuStepBegin) counts what the device does per step.
+  static auto stepBegin =
+      reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "spmdEmuStepBegin"));
+  if (stepBegin)
+    stepBegin();
   spmdInit();
   Runtime &r = rt();
   auto h = static_cast<uint64_t>(hash);

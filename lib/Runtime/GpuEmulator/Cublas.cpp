@@ -64,6 +64,7 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transA,
                               const float *alpha, const float *a, int lda,
                               const float *b, int ldb, const float *beta,
                               float *c, int ldc) {
+  spmd::emu::count(spmd::emu::Count::Gemm);
   if (m < 0 || n < 0 || k < 0)
     return CUBLAS_STATUS_INVALID_VALUE;
   bool ta = transA != CUBLAS_OP_N, tb = transB != CUBLAS_OP_N;

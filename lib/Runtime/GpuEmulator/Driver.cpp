@@ -99,6 +99,61 @@ Driver &drv() {
   return *d;
 }
 
+/// The counts of one step (Emulator.h), and the distinct kernels launched.
+struct StepCounts {
+  size_t n[size_t(spmd::emu::Count::NumCounts)] = {};
+  size_t bytes[size_t(spmd::emu::Count::NumCounts)] = {};
+  std::map<std::string, size_t> kernels;
+};
+
+std::vector<StepCounts> &steps() {
+  static auto *s = new std::vector<StepCounts>(1); // step 0: before any
+  return *s;
+}
+
+/// SPMD_EMU_COUNTS=PATH: every step's counts into PATH.<rank>, one line a
+/// step: `step S launches N kernels K gemms G collectives C host_waits W
+/// queries Q allocs A frees F h2d N BYTES d2h N BYTES d2d N BYTES memsets
+/// M`. SPMD_EMU_REPORT=1 prints the same to stderr.
+void writeCounts(std::FILE *out, const char *rank) {
+  using spmd::emu::Count;
+  for (size_t i = 0; i < steps().size(); ++i) {
+    const StepCounts &c = steps()[i];
+    auto n = [&](Count k) { return c.n[size_t(k)]; };
+    auto b = [&](Count k) { return c.bytes[size_t(k)]; };
+    std::fprintf(out,
+                 "%sstep %zu launches %zu kernels %zu gemms %zu collectives "
+                 "%zu host_waits %zu queries %zu allocs %zu frees %zu h2d %zu "
+                 "%zu d2h %zu %zu d2d %zu %zu memsets %zu\n",
+                 rank, i, n(Count::Launch), c.kernels.size(), n(Count::Gemm),
+                 n(Count::Collective), n(Count::HostWait), n(Count::Query),
+                 n(Count::Alloc), n(Count::Free), n(Count::CopyH2D),
+                 b(Count::CopyH2D), n(Count::CopyD2H), b(Count::CopyD2H),
+                 n(Count::CopyD2D), b(Count::CopyD2D), n(Count::Memset));
+  }
+}
+
+std::string rankName() {
+  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK"})
+    if (const char *r = std::getenv(var))
+      return r;
+  return "0";
+}
+
+void countsAtExit() {
+  if (const char *path = std::getenv("SPMD_EMU_COUNTS"); path && *path) {
+    std::string file = std::string(path) + "." + rankName();
+    if (std::FILE *out = std::fopen(file.c_str(), "w")) {
+      writeCounts(out, "");
+      std::fclose(out);
+    }
+  }
+  if (const char *r = std::getenv("SPMD_EMU_REPORT"); r && *r == '1') {
+    std::string prefix = "spmd gpu emulator: rank " + rankName() + ": ";
+    writeCounts(stderr, prefix.c_str());
+  }
+}
+
 /// SPMD_EMU_REPORT=1: the device allocations still live at exit, so that a
 /// program that leaks device memory per step shows it.
 void reportAtExit() {
@@ -116,6 +171,7 @@ Arena &arena() {
   if (!a.base) {
     if (const char *r = std::getenv("SPMD_EMU_REPORT"); r && *r == '1')
       std::atexit(reportAtExit);
+    std::atexit(countsAtExit);
     void *p = mmap(nullptr, a.reserved, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -365,9 +421,18 @@ void checkKernelPointer(void *p) {
 
 bool isPageable(const void *p) { return !spmd::emu::isDeviceMemory(p, 0); }
 
+/// Device memory proper (the arena), not host memory registered with the
+/// driver: what decides a copy's direction.
+bool onDevice(const void *p) {
+  auto *c = static_cast<const char *>(p);
+  Arena &a = arena();
+  return c >= a.base && c < a.base + a.reserved;
+}
+
 /// Fills `count` elements of type T at `dst` with `value`, on `stream`.
 template <typename T>
 CUresult memsetAsync(CUdeviceptr dst, T value, size_t count, CUstream stream) {
+  spmd::emu::count(spmd::emu::Count::Memset);
   spmd::emu::enqueue(stream, [=] {
     auto *p = reinterpret_cast<T *>(dst);
     for (size_t i = 0; i < count; ++i)
@@ -395,6 +460,12 @@ bool spmd::emu::isDeviceMemory(const void *p, size_t bytes) {
   return allocationOf(p, bytes) != nullptr;
 }
 
+void spmd::emu::count(Count what, size_t bytes) {
+  StepCounts &c = steps().back();
+  ++c.n[size_t(what)];
+  c.bytes[size_t(what)] += bytes;
+}
+
 void spmd::emu::fail(const std::string &what) {
   std::fprintf(stderr, "spmd gpu emulator: %s\n", what.c_str());
   std::fflush(stderr);
@@ -402,6 +473,10 @@ void spmd::emu::fail(const std::string &what) {
 }
 
 extern "C" {
+
+/// Called by libSpmdGpuRuntime at the entry of every compiled step (looked
+/// up with dlsym: only the emulator has it).
+void spmdEmuStepBegin() { steps().emplace_back(); }
 
 CUresult cuInit(unsigned int) {
   drv().initialized = true;
@@ -453,6 +528,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
 CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
 
 CUresult cuCtxSynchronize(void) {
+  spmd::emu::count(spmd::emu::Count::HostWait);
   drainAll();
   return CUDA_SUCCESS;
 }
@@ -475,6 +551,7 @@ CUresult cuStreamDestroy(CUstream stream) {
 }
 
 CUresult cuStreamSynchronize(CUstream stream) {
+  spmd::emu::count(spmd::emu::Count::HostWait);
   drain(streamOf(stream));
   return CUDA_SUCCESS;
 }
@@ -505,11 +582,13 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
 }
 
 CUresult cuEventSynchronize(CUevent event) {
+  spmd::emu::count(spmd::emu::Count::HostWait);
   waitFor(event->last);
   return CUDA_SUCCESS;
 }
 
 CUresult cuEventQuery(CUevent event) {
+  spmd::emu::count(spmd::emu::Count::Query);
   // The host is waiting for it: run the stream up to the event, unless it
   // is blocked (a collective whose peers have not come yet).
   return runUpTo(event->last, /*poll=*/true) ? CUDA_SUCCESS
@@ -521,28 +600,34 @@ CUresult cuEventQuery(CUevent event) {
 //===----------------------------------------------------------------------===//
 
 CUresult cuMemAlloc(CUdeviceptr *ptr, size_t bytes) {
+  spmd::emu::count(spmd::emu::Count::Alloc, bytes);
   *ptr = reinterpret_cast<CUdeviceptr>(allocate(bytes));
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr *ptr, size_t bytes, CUstream) {
+  spmd::emu::count(spmd::emu::Count::Alloc, bytes);
   *ptr = reinterpret_cast<CUdeviceptr>(allocate(bytes));
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr *ptr, size_t bytes, unsigned int) {
+  spmd::emu::count(spmd::emu::Count::Alloc, bytes);
   *ptr = reinterpret_cast<CUdeviceptr>(allocateManaged(bytes));
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemFree(CUdeviceptr ptr) {
   // Frees wait for the device (as cuMemFree does).
+  spmd::emu::count(spmd::emu::Count::Free);
+  spmd::emu::count(spmd::emu::Count::HostWait);
   drainAll();
   release(reinterpret_cast<void *>(ptr));
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr ptr, CUstream stream) {
+  spmd::emu::count(spmd::emu::Count::Free);
   if (!allocationOf(reinterpret_cast<void *>(ptr), 0))
     spmd::emu::fail("cuMemFreeAsync of a pointer that is not a device "
                     "allocation");
@@ -564,8 +649,13 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                        CUstream stream) {
   void *d = reinterpret_cast<void *>(dst);
   const void *s = reinterpret_cast<const void *>(src);
+  spmd::emu::count(!onDevice(s)   ? spmd::emu::Count::CopyH2D
+                   : !onDevice(d) ? spmd::emu::Count::CopyD2H
+                                  : spmd::emu::Count::CopyD2D,
+                   bytes);
   if (isPageable(d) || isPageable(s)) {
     // Pageable host memory: after the stream's earlier work, at once.
+    spmd::emu::count(spmd::emu::Count::HostWait);
     drain(streamOf(stream));
     DeviceAccess device;
     std::memcpy(d, s, bytes);
@@ -588,6 +678,7 @@ CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *copy, CUstream stream) {
   size_t lastSrc = (c.Height - 1) * c.srcPitch + c.WidthInBytes;
   if (c.Height && (!allocationOf(dst, lastDst) || !allocationOf(src, lastSrc)))
     spmd::emu::fail("cuMemcpy2DAsync outside a device allocation");
+  spmd::emu::count(spmd::emu::Count::CopyD2D, c.Height * c.WidthInBytes);
   spmd::emu::enqueue(stream, [=] {
     for (size_t row = 0; row < c.Height; ++row)
       std::memcpy(dst + row * c.dstPitch, src + row * c.srcPitch,
@@ -597,6 +688,8 @@ CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *copy, CUstream stream) {
 }
 
 CUresult cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
+  spmd::emu::count(spmd::emu::Count::Memset);
+  spmd::emu::count(spmd::emu::Count::HostWait);
   drainAll();
   DeviceAccess device;
   std::memset(reinterpret_cast<void *>(dst), value, count);
@@ -686,6 +779,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridX, unsigned int gridY,
   if (sharedBytes || extra)
     spmd::emu::fail(f->name + ": dynamic shared memory and `extra` launch "
                               "parameters are not emulated");
+  spmd::emu::count(spmd::emu::Count::Launch);
+  ++steps().back().kernels[f->name];
   // The parameters are read at launch, as the driver does.
   int64_t count = f->params[0];
   size_t total = 0;

@@ -38,6 +38,27 @@ void enqueuePolled(CUstream stream, std::function<bool()> work);
 /// managed memory): what kernels, NCCL and cuBLAS may address.
 bool isDeviceMemory(const void *p, size_t bytes);
 
+/// What the emulated device was asked to do, counted per step (a step
+/// begins at each spmdEmuStepBegin(), which libSpmdGpuRuntime calls at the
+/// entry of every compiled step; step 0 is what came before the first).
+enum class Count {
+  Launch,     // cuLaunchKernel
+  Gemm,       // cublasSgemm
+  Collective, // an NCCL collective or point-to-point operation
+  HostWait,   // a call that blocks the host until the device catches up
+  Query,      // cuEventQuery / cuStreamQuery (a poll, not a wait)
+  Alloc,      // cuMemAlloc*, device memory
+  Free,       // cuMemFree*
+  CopyH2D,    // copies by direction (and their bytes)
+  CopyD2H,
+  CopyD2D,
+  Memset,
+  NumCounts
+};
+
+/// Adds one `what` (of `bytes` bytes, for copies).
+void count(Count what, size_t bytes = 0);
+
 /// Prints "spmd gpu emulator: <what>" and exits(1).
 [[noreturn]] void fail(const std::string &what);
 

@@ -195,6 +195,7 @@ void flush(std::vector<Op> ops) {
 }
 
 ncclResult_t submit(Op op) {
+  spmd::emu::count(spmd::emu::Count::Collective);
   if (groupDepth > 0) {
     pending.push_back(std::move(op));
     return ncclSuccess;

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Checks what the GPU emulator counted per step (SPMD_EMU_COUNTS files
+that gpu_emulated_step.py leaves in DIR) against upper bounds, so that a
+change that adds kernel launches, host waits or allocations to a step fails.
+
+    emu_counts_check.py DIR CASE:KEY=MAX,KEY=MAX... ...
+
+For each CASE, the steps after the first (which also allocates and uploads
+the state) and before the last (after which the driver reads the state
+back), the largest count over those steps and the ranks; prints one line
+per CASE: `CASE: key N (max M) ...: OK` or `...: OVER`.
+"""
+
+import sys
+from pathlib import Path
+
+KEYS = ("launches", "kernels", "gemms", "collectives", "host_waits",
+        "queries", "allocs", "frees", "h2d", "d2h", "d2d", "memsets")
+
+
+def steady_counts(work, case):
+    worst = {}
+    files = sorted(Path(work).glob(f"{case}.counts.*"))
+    if not files:
+        raise SystemExit(f"{case}: no counts in {work}")
+    for path in files:
+        lines = path.read_text().splitlines()
+        last = len(lines) - 1
+        for line in lines:
+            words = line.split()
+            step = int(words[1])
+            # step 0: set-up; 1: the first step; the last: the read-back.
+            if step < 2 or (step == last and last > 2):
+                continue
+            values, i = {}, 2
+            while i < len(words):
+                key = words[i]
+                values[key] = int(words[i + 1])
+                # copies: count then bytes
+                i += 3 if key in ("h2d", "d2h", "d2d") else 2
+            for k, v in values.items():
+                worst[k] = max(worst.get(k, 0), v)
+    return worst
+
+
+def main():
+    work, specs = sys.argv[1], sys.argv[2:]
+    failed = False
+    for spec in specs:
+        case, bounds = spec.split(":", 1)
+        worst = steady_counts(work, case)
+        parts, ok = [], True
+        for item in bounds.split(","):
+            key, limit = item.split("=")
+            if key not in KEYS:
+                raise SystemExit(f"unknown count {key}")
+            have = worst.get(key, 0)
+            ok &= have <= int(limit)
+            parts.append(f"{key} {have} (max {limit})")
+        failed |= not ok
+        print(f"{case}: {', '.join(parts)}: {'OK' if ok else 'OVER'}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
