@@ -123,7 +123,7 @@ void *mgpuMemAlloc(uint64_t bytes, CUstream stream, bool isHostShared) {
     checkCu(cuMemAllocManaged(&ptr, bytes, CU_MEM_ATTACH_GLOBAL),
             "cuMemAllocManaged");
   else if (stream)
-    checkCu(cuMemAllocAsync(&ptr, bytes, stream), "cuMemAllocAsync");
+    ptr = spmd::gpu::cachedAlloc(bytes, stream);
   else
     checkCu(cuMemAlloc(&ptr, bytes), "cuMemAlloc");
   return reinterpret_cast<void *>(ptr);
@@ -134,7 +134,7 @@ void mgpuMemFree(void *ptr, CUstream stream) {
     return;
   auto dptr = reinterpret_cast<CUdeviceptr>(ptr);
   if (stream)
-    checkCu(cuMemFreeAsync(dptr, stream), "cuMemFreeAsync");
+    spmd::gpu::cachedFree(dptr, stream);
   else
     checkCu(cuMemFree(dptr), "cuMemFree");
 }

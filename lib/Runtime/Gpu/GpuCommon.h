@@ -11,6 +11,8 @@
 
 #include <cuda.h>
 
+#include <cstddef>
+
 namespace spmd::gpu {
 
 /// This process's rank for messages (-1 before the runtime knows it).
@@ -29,6 +31,15 @@ void ensureContext();
 
 /// Chooses the device before the first context is made.
 void setDevice(int device);
+
+/// Device memory for work on `stream`, from the cache of freed buffers
+/// when one of the size is free (DeviceCache.cpp; SPMD_GPU_CACHE=0: the
+/// driver's cuMemAllocAsync every time).
+CUdeviceptr cachedAlloc(size_t bytes, CUstream stream);
+
+/// Gives back a buffer once `stream`'s work so far is done with it (any
+/// pointer: one the cache did not hand out goes to cuMemFreeAsync).
+void cachedFree(CUdeviceptr ptr, CUstream stream);
 
 } // namespace spmd::gpu
 

@@ -438,8 +438,7 @@ int64_t snapshot(int64_t in, size_t bytes) {
     spmd::gpu::checkCu(cuStreamCreate(&r.copyStream, CU_STREAM_NON_BLOCKING),
                        "cuStreamCreate (input snapshots)");
   CUdeviceptr copy;
-  spmd::gpu::checkCu(cuMemAllocAsync(&copy, bytes, r.copyStream),
-                     "cuMemAllocAsync (input snapshot)");
+  copy = spmd::gpu::cachedAlloc(bytes, r.copyStream);
   spmd::gpu::checkCu(
       cuMemcpyAsync(copy, static_cast<CUdeviceptr>(in), bytes, r.copyStream),
       "cuMemcpyAsync (input snapshot)");
@@ -466,8 +465,7 @@ int64_t record(const char *op, int64_t packed, int64_t mask) {
   if (!used.empty())
     afterEnqueued([used] {
       for (CUdeviceptr copy : used)
-        spmd::gpu::checkCu(cuMemFreeAsync(copy, rt().stream),
-                           "cuMemFreeAsync (input snapshot)");
+        spmd::gpu::cachedFree(copy, rt().stream);
     });
   CUevent event;
   spmd::gpu::checkCu(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
@@ -646,8 +644,7 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
     return record("all_gather", packed, mask);
   }
   CUdeviceptr scratch;
-  spmd::gpu::checkCu(cuMemAllocAsync(&scratch, chunk * n * elem, rt().stream),
-                     "cuMemAllocAsync (all_gather)");
+  scratch = spmd::gpu::cachedAlloc(chunk * n * elem, rt().stream);
   checkNccl(ncclAllGather(ptr(in), ptr(static_cast<int64_t>(scratch)), chunk,
                           ncclType(dtype), comm, rt().stream),
             "ncclAllGather");
@@ -667,7 +664,7 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
       spmd::gpu::checkCu(cuMemcpy2DAsync(&copy, rt().stream),
                          "cuMemcpy2DAsync (all_gather)");
     }
-    spmd::gpu::checkCu(cuMemFreeAsync(scratch, rt().stream), "cuMemFreeAsync");
+    spmd::gpu::cachedFree(scratch, rt().stream);
   });
   return record("all_gather", packed, mask);
 }
@@ -689,8 +686,7 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
     return record("reduce_scatter", packed, mask);
   }
   CUdeviceptr scratch;
-  spmd::gpu::checkCu(cuMemAllocAsync(&scratch, local * n * elem, rt().stream),
-                     "cuMemAllocAsync (reduce_scatter)");
+  scratch = spmd::gpu::cachedAlloc(local * n * elem, rt().stream);
   size_t row = static_cast<size_t>((dim / n) * inner) * elem;
   for (int k = 0; k < n; ++k) {
     CUDA_MEMCPY2D copy{};
@@ -709,9 +705,7 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
                               local, ncclType(dtype), ncclOp(kind), comm,
                               rt().stream),
             "ncclReduceScatter");
-  afterEnqueued([scratch] {
-    spmd::gpu::checkCu(cuMemFreeAsync(scratch, rt().stream), "cuMemFreeAsync");
-  });
+  afterEnqueued([scratch] { spmd::gpu::cachedFree(scratch, rt().stream); });
   return record("reduce_scatter", packed, mask);
 }
 
@@ -768,9 +762,7 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
   CUdeviceptr send = base(in), recv = base(out), sendScratch = 0,
               recvScratch = 0;
   if (sOuter > 1) {
-    spmd::gpu::checkCu(
-        cuMemAllocAsync(&sendScratch, chunkBytes * n, rt().stream),
-        "cuMemAllocAsync (all_to_all)");
+    sendScratch = spmd::gpu::cachedAlloc(chunkBytes * n, rt().stream);
     size_t row = static_cast<size_t>(sPart * sInner) * elem;
     for (int k = 0; k < n; ++k)
       copy2d(sendScratch + k * chunkBytes, row, base(in) + k * row, row * n,
@@ -778,9 +770,7 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
     send = sendScratch;
   }
   if (cOuter > 1) {
-    spmd::gpu::checkCu(
-        cuMemAllocAsync(&recvScratch, chunkBytes * n, rt().stream),
-        "cuMemAllocAsync (all_to_all)");
+    recvScratch = spmd::gpu::cachedAlloc(chunkBytes * n, rt().stream);
     recv = recvScratch;
   }
   checkNccl(ncclGroupStart(), "ncclGroupStart");
@@ -799,12 +789,10 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
       for (int k = 0; k < n; ++k)
         copy2d(base(out) + k * row, row * n, recvScratch + k * chunkBytes, row,
                row, static_cast<size_t>(cOuter));
-      spmd::gpu::checkCu(cuMemFreeAsync(recvScratch, rt().stream),
-                         "cuMemFreeAsync");
+      spmd::gpu::cachedFree(recvScratch, rt().stream);
     }
     if (sendScratch)
-      spmd::gpu::checkCu(cuMemFreeAsync(sendScratch, rt().stream),
-                         "cuMemFreeAsync");
+      spmd::gpu::cachedFree(sendScratch, rt().stream);
   });
   return record("all_to_all", packed, mask);
 }
