@@ -52,6 +52,10 @@ def runtime():
     lib.spmdBroadcast.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] \
         + [ctypes.c_int64] * 3
     lib.spmdAbort.argtypes = [ctypes.c_char_p]
+    # void functions: nothing to read back (test/Python/abi_check.py checks
+    # these declarations against SpmdRuntime.h).
+    for void in (lib.spmdAllReduce, lib.spmdBroadcast, lib.spmdAbort):
+        void.restype = None
     lib.spmdBackendName.restype = ctypes.c_char_p
     if not lib.spmdIsInitialized():
         if _launched_without_mpirun():
