@@ -24,7 +24,8 @@ def steady_counts(work, case):
     if not files:
         raise SystemExit(f"{case}: no counts in {work}")
     for path in files:
-        lines = path.read_text().splitlines()
+        lines = [line for line in path.read_text().splitlines()
+                 if line.startswith("step ")]
         last = len(lines) - 1
         for line in lines:
             words = line.split()

@@ -114,23 +114,44 @@ std::vector<StepCounts> &steps() {
 /// SPMD_EMU_COUNTS=PATH: every step's counts into PATH.<rank>, one line a
 /// step: `step S launches N kernels K gemms G collectives C host_waits W
 /// queries Q allocs A frees F h2d N BYTES d2h N BYTES d2d N BYTES memsets
-/// M`. SPMD_EMU_REPORT=1 prints the same to stderr.
+/// M`, then the same for the whole `run`, then `kernel NAME launches N` for
+/// every kernel over the run. SPMD_EMU_REPORT=1 prints the same to stderr.
 void writeCounts(std::FILE *out, const char *rank) {
   using spmd::emu::Count;
-  for (size_t i = 0; i < steps().size(); ++i) {
-    const StepCounts &c = steps()[i];
+  auto line = [&](const std::string &label, const StepCounts &c) {
     auto n = [&](Count k) { return c.n[size_t(k)]; };
     auto b = [&](Count k) { return c.bytes[size_t(k)]; };
     std::fprintf(out,
-                 "%sstep %zu launches %zu kernels %zu gemms %zu collectives "
+                 "%s%s launches %zu kernels %zu gemms %zu collectives "
                  "%zu host_waits %zu queries %zu allocs %zu frees %zu h2d %zu "
                  "%zu d2h %zu %zu d2d %zu %zu memsets %zu\n",
-                 rank, i, n(Count::Launch), c.kernels.size(), n(Count::Gemm),
-                 n(Count::Collective), n(Count::HostWait), n(Count::Query),
-                 n(Count::Alloc), n(Count::Free), n(Count::CopyH2D),
-                 b(Count::CopyH2D), n(Count::CopyD2H), b(Count::CopyD2H),
-                 n(Count::CopyD2D), b(Count::CopyD2D), n(Count::Memset));
+                 rank, label.c_str(), n(Count::Launch), c.kernels.size(),
+                 n(Count::Gemm), n(Count::Collective), n(Count::HostWait),
+                 n(Count::Query), n(Count::Alloc), n(Count::Free),
+                 n(Count::CopyH2D), b(Count::CopyH2D), n(Count::CopyD2H),
+                 b(Count::CopyD2H), n(Count::CopyD2D), b(Count::CopyD2D),
+                 n(Count::Memset));
+  };
+  StepCounts run;
+  for (size_t i = 0; i < steps().size(); ++i) {
+    const StepCounts &c = steps()[i];
+    line("step " + std::to_string(i), c);
+    for (size_t k = 0; k < size_t(Count::NumCounts); ++k) {
+      run.n[k] += c.n[k];
+      run.bytes[k] += c.bytes[k];
+    }
+    for (auto &[name, launches] : c.kernels)
+      run.kernels[name] += launches;
   }
+  line("run", run);
+  // Launches by kernel over the run, most launched first.
+  std::vector<std::pair<size_t, std::string>> kernels;
+  for (auto &[name, launches] : run.kernels)
+    kernels.emplace_back(launches, name);
+  std::sort(kernels.rbegin(), kernels.rend());
+  for (auto &[launches, name] : kernels)
+    std::fprintf(out, "%skernel %s launches %zu\n", rank, name.c_str(),
+                 launches);
 }
 
 std::string rankName() {
