@@ -4,9 +4,13 @@
 // (bufferization's temporaries, collective snapshots and scratch). Asking
 // the driver each time costs an allocation per buffer per step; like
 // PyTorch's caching allocator, a freed buffer is kept for the next request
-// of its (rounded) size instead. Reuse is ordered on streams, never by the
-// host: a buffer freed on stream A is handed to stream B only after B waits
-// for an event recorded on A at the free (no wait when A is B).
+// of its (rounded) size instead. A buffer is handed out again only once the
+// device has passed its free: an event recorded on the freeing stream at the
+// free has completed (a poll, never a host wait). Ordering the new user's
+// stream after that event would not be enough: the runtime's collectives
+// and GEMMs use buffers on streams of their own, not on the stream that
+// allocated them. Frees of one step have completed by the next (the host
+// reads the loss), so steady steps allocate nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,8 +26,7 @@ namespace {
 struct Block {
   CUdeviceptr ptr = 0;
   size_t bytes = 0;
-  CUevent freed = nullptr; // recorded on `stream` when it was freed
-  CUstream stream = nullptr;
+  CUevent freed = nullptr; // recorded on the freeing stream at the free
 };
 
 struct Cache {
@@ -57,18 +60,18 @@ CUdeviceptr spmd::gpu::cachedAlloc(size_t bytes, CUstream stream) {
     return ptr;
   }
   size_t size = rounded(bytes);
-  if (auto it = c.free.find(size); it != c.free.end()) {
+  auto [from, to] = c.free.equal_range(size);
+  for (auto it = from; it != to; ++it) {
     Block *b = it->second;
+    CUresult done = cuEventQuery(b->freed);
+    if (done == CUDA_ERROR_NOT_READY)
+      continue;
+    checkCu(done, "cuEventQuery (cached device buffer)");
     c.free.erase(it);
-    if (b->stream != stream)
-      checkCu(cuStreamWaitEvent(stream, b->freed, 0),
-              "cuStreamWaitEvent (cached device buffer)");
-    b->stream = stream;
     return b->ptr;
   }
   auto *b = new Block;
   b->bytes = size;
-  b->stream = stream;
   checkCu(cuMemAllocAsync(&b->ptr, size, stream), "cuMemAllocAsync");
   checkCu(cuEventCreate(&b->freed, CU_EVENT_DISABLE_TIMING),
           "cuEventCreate (cached device buffer)");
@@ -86,6 +89,5 @@ void spmd::gpu::cachedFree(CUdeviceptr ptr, CUstream stream) {
   Block *b = it->second;
   checkCu(cuEventRecord(b->freed, stream),
           "cuEventRecord (cached device buffer)");
-  b->stream = stream;
   c.free.emplace(b->bytes, b);
 }
