@@ -23,11 +23,6 @@ using namespace mlir;
 
 namespace {
 
-bool onBuffers(linalg::LinalgOp op) {
-  return llvm::none_of(op->getOperandTypes(), llvm::IsaPred<TensorType>) &&
-         op->getNumResults() == 0;
-}
-
 /// The values `op`'s regions read from above it, split into constants (to
 /// clone) and the rest (to pass).
 void capturedValues(Operation *op, SmallVectorImpl<Operation *> &constants,
@@ -116,7 +111,7 @@ struct SpmdOutlineLoopNestsPass
     SmallVector<linalg::LinalgOp> ops;
     for (auto fn : module.getOps<func::FuncOp>())
       fn.walk([&](linalg::LinalgOp op) {
-        if (onBuffers(op))
+        if (op.hasPureBufferSemantics())
           ops.push_back(op);
       });
 

@@ -28,13 +28,11 @@ bool isCombiner(Operation *op) {
 void markCombiners(linalg::LinalgOp op) {
   if (op.getNumReductionLoops() == 0 || !op.hasPureBufferSemantics())
     return;
-  Block *body = op.getBlock();
   for (OpOperand &init : op.getDpsInitsMutable()) {
     BlockArgument acc = op.getMatchingBlockArgument(&init);
     // The value yielded for this init must be one combiner of the
     // accumulator and something else.
-    Value yielded = body->getTerminator()->getOperand(init.getOperandNumber() -
-                                                      op.getNumDpsInputs());
+    Value yielded = op.getMatchingYieldValue(&init)->get();
     Operation *combiner = yielded.getDefiningOp();
     if (!combiner || !isCombiner(combiner) ||
         !llvm::is_contained(combiner->getOperands(), acc))

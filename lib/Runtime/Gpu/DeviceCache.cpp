@@ -19,7 +19,6 @@
 #include <cstdlib>
 #include <map>
 #include <unordered_map>
-#include <vector>
 
 namespace {
 
