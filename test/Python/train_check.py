@@ -75,9 +75,9 @@ class NormMLP(nn.Module):
 
 
 class Bag(nn.Module):
-    def __init__(self):
+    def __init__(self, padding_idx=None):
         super().__init__()
-        self.emb = nn.Embedding(20, 8)
+        self.emb = nn.Embedding(20, 8, padding_idx=padding_idx)
         self.fc = nn.Linear(8, 3)
 
     def forward(self, tokens):
@@ -204,6 +204,11 @@ def data(case, gen):
     if case == "embed_adamw":
         return (torch.randint(0, 20, (GLOBAL_BATCH, 5), generator=gen),
                 torch.randn(GLOBAL_BATCH, 3, generator=gen))
+    if case == "embed_padding":
+        # Every row padded at its end (id 0), repeated ids elsewhere.
+        tokens = torch.randint(1, 6, (GLOBAL_BATCH, 5), generator=gen)
+        tokens[:, 3:] = 0
+        return tokens, torch.randn(GLOBAL_BATCH, 3, generator=gen)
     raise SystemExit(f"unknown case {case}")
 
 
@@ -306,6 +311,11 @@ def setup(case):
         model = Bag()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2,
                                 weight_decay=0.05, foreach=True)
+        loss_fn = nn.MSELoss()
+    elif case == "embed_padding":
+        model = Bag(padding_idx=0)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9,
+                              foreach=True)
         loss_fn = nn.MSELoss()
     elif case == "groups":
         model = MLP()

@@ -31,9 +31,12 @@ void registerLowerToCPUPipeline();
 
 /// The common front of the CPU and GPU lowerings: optimizer/foreach
 /// decomposition, transposes folded into matmuls, convert-spmd-to-runtime,
-/// one-shot bufferization (identity layouts at function boundaries), buffer
-/// deallocation, bufferization ops to memref.
-void buildLowerToBuffers(OpPassManager &pm);
+/// elementwise fusion, `beforeBufferize` (the CPU lowering's one-hot
+/// scatters), one-shot bufferization (identity layouts at function
+/// boundaries), buffer deallocation, bufferization ops to memref.
+void buildLowerToBuffers(
+    OpPassManager &pm,
+    llvm::function_ref<void(OpPassManager &)> beforeBufferize = nullptr);
 
 /// The back shared by the CPU and GPU lowerings: host code on buffers (no
 /// affine, scf already in cf) to the LLVM dialect — strided metadata, math

@@ -295,6 +295,58 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpmdScatterOneHotContractionsPass
+    : Pass<"spmd-scatter-one-hot-contractions"> {
+  let summary = "Turns matmuls with a one-hot matrix into row scatters";
+  let description = [{
+    Part of `spmd-lower-to-cpu`, on tensors, after `spmd-fuse-elementwise`
+    and before bufferization. The bridge traces `nn.Embedding`'s backward
+    as a matmul of the transposed one-hot matrix of the token ids with the
+    output gradient (it stays in linalg and distributes as a contraction
+    over the tokens: a Partial sum, all-reduced). Computed as written it
+    materializes tokens x vocabulary floats and spends a GEMM of
+    2 x tokens x vocabulary x dim flops on it. This pass matches
+    `linalg.matmul` with indexing maps `A: (m, n, k) -> (k, m)`,
+    `B: (k, n)`, `C: (m, n)` whose A is a two-loop parallel
+    `linalg.generic` yielding `uitofp(cmpi eq(idx, row))` or
+    `select(..., 1.0, 0.0)`, where `idx` is an integer tensor read along
+    the token loop and `row` is the row loop's index (`linalg.index`, or
+    an iota generic seen through reshapes); an extra
+    `andi(..., cmpi ne(idx, c))` (padding_idx) is kept as a skipped index.
+    It becomes an `scf.for` over the tokens that adds row t of B into row
+    idx[t] of C (in place after bufferization), skipping ids outside
+    [0, rows) and the padding index, as the one-hot would: tokens x dim
+    additions, no one-hot, no GEMM. The one-hot generic is erased when it
+    has no other user.
+
+    Numerics: each row sum gets the same terms, in token order (BLAS
+    orders them as it blocks); terms of other tokens, which the matmul
+    added as `0 * g`, are not added, so a non-finite gradient no longer
+    spreads to every row (as in eager's `index_put` accumulation).
+
+    Not on the GPU path: a host loop over tokens would launch a kernel per
+    token there (it keeps the GEMM).
+
+    ```mlir
+    %oh = linalg.generic {... ["parallel", "parallel"]}
+        ins(%ids, %iota : tensor<32x1xi64>, tensor<1x50xi64>) ... {
+      %e = arith.cmpi eq, %in, %in_0 : i64
+      %f = arith.uitofp %e : i1 to f32
+      linalg.yield %f : f32 } -> tensor<32x50xf32>
+    %r = linalg.matmul indexing_maps = [(m, n, k) -> (k, m), (k, n), (m, n)]
+        ins(%oh, %g : tensor<32x50xf32>, tensor<32x16xf32>)
+        outs(%c : tensor<50x16xf32>) -> tensor<50x16xf32>
+    // becomes
+    %r = scf.for %t = %c0 to %c32 step %c1 iter_args(%acc = %c) {
+      // %i = ids[t, 0]; if 0 <= %i < 50: %acc[%i, :] += %g[%t, :]
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
 def SpmdPolynomialErfPass : Pass<"spmd-polynomial-erf"> {
   let summary = "Rewrites f32 math.erf as arithmetic LLVM can vectorize";
   let description = [{

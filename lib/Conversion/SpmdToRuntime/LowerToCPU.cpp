@@ -27,7 +27,9 @@
 
 using namespace mlir;
 
-void mlir::spmd::buildLowerToBuffers(OpPassManager &pm) {
+void mlir::spmd::buildLowerToBuffers(
+    OpPassManager &pm,
+    llvm::function_ref<void(OpPassManager &)> beforeBufferize) {
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeOptimizersPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeForeachPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdFoldTransposeIntoMatmulPass());
@@ -35,6 +37,8 @@ void mlir::spmd::buildLowerToBuffers(OpPassManager &pm) {
   pm.addPass(spmd::createConvertSpmdToRuntimePass());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdFuseElementwisePass());
+  if (beforeBufferize)
+    beforeBufferize(pm);
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -82,11 +86,15 @@ void mlir::spmd::registerLowerToCPUPipeline() {
   PassPipelineRegistration<>(
       "spmd-lower-to-cpu",
       "Lowers a local spmd program to the LLVM dialect for the CPU: "
-      "decompose optimizers and foreach, convert-spmd-to-runtime, one-shot "
-      "bufferization, buffer deallocation, f32 matmuls to cblas_sgemm, "
+      "decompose optimizers and foreach, convert-spmd-to-runtime, fusion, "
+      "one-hot matmuls as row scatters, one-shot bufferization, buffer "
+      "deallocation, f32 matmuls to cblas_sgemm, "
       "large full reductions in blocks, other linalg to loops, to LLVM",
       [](OpPassManager &pm) {
-        spmd::buildLowerToBuffers(pm);
+        spmd::buildLowerToBuffers(pm, [](OpPassManager &pm) {
+          pm.addNestedPass<func::FuncOp>(
+              spmd::createSpmdScatterOneHotContractionsPass());
+        });
         pm.addPass(spmd::createConvertLinalgToBlasPass());
         pm.addNestedPass<func::FuncOp>(
             spmd::createSpmdBlockedFullReductionsPass());
