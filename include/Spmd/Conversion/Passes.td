@@ -347,6 +347,43 @@ def SpmdScatterOneHotContractionsPass
                            "::mlir::linalg::LinalgDialect"];
 }
 
+def SpmdUpdateStateInPlacePass : Pass<"spmd-update-state-in-place"> {
+  let summary = "Computes a state's new value straight into its global";
+  let description = [{
+    Part of `spmd-lower-to-cpu`, on tensors, after `spmd-fuse-elementwise`
+    and before bufferization. `convert-spmd-to-runtime` lowers
+    `spmd.store` as a copy of the value into the state's global
+    (`memref.copy %v, %global`); for an optimizer that is a copy of every
+    parameter and every moment per step, on top of computing them. When
+    the stored value is a result of a `linalg.generic` whose loops are all
+    parallel, whose `outs` for that result is indexed by the identity and
+    never read by the body, and the old value of the state is dead by then
+    (every load of the state is a copy made before the generic, or a
+    direct read of the global whose every reader, through views, comes
+    before the generic or is the generic itself reading at the position it
+    writes), the generic's `outs` becomes the global
+    (`bufferization.to_tensor %global restrict writable`) and the copy is
+    erased: the update is computed in place.
+
+    Left as a copy: a state stored more than once in a function, a value
+    not produced by such a generic (a matmul, a collective's result, a
+    view), an old value read later (or handed to the runtime, which may
+    read it asynchronously).
+
+    ```mlir
+    %p = bufferization.to_tensor %g0 restrict : memref<4xf32> to tensor<4xf32>
+    %new = linalg.generic {... ["parallel"]} ins(%p, %grad) outs(%empty) { p - lr * g }
+    %b = bufferization.to_buffer %new read_only : tensor<4xf32> to memref<4xf32>
+    memref.copy %b, %g1 : memref<4xf32> to memref<4xf32>
+    // becomes
+    %t = bufferization.to_tensor %g2 restrict writable : memref<4xf32> to tensor<4xf32>
+    %new = linalg.generic {... ["parallel"]} ins(%p, %grad) outs(%t) { p - lr * g }
+    ```
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def SpmdPolynomialErfPass : Pass<"spmd-polynomial-erf"> {
   let summary = "Rewrites f32 math.erf as arithmetic LLVM can vectorize";
   let description = [{

@@ -87,13 +87,15 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "spmd-lower-to-cpu",
       "Lowers a local spmd program to the LLVM dialect for the CPU: "
       "decompose optimizers and foreach, convert-spmd-to-runtime, fusion, "
-      "one-hot matmuls as row scatters, one-shot bufferization, buffer "
+      "one-hot matmuls as row scatters, state updated in place, one-shot bufferization, buffer "
       "deallocation, f32 matmuls to cblas_sgemm, "
       "large full reductions in blocks, other linalg to loops, to LLVM",
       [](OpPassManager &pm) {
         spmd::buildLowerToBuffers(pm, [](OpPassManager &pm) {
           pm.addNestedPass<func::FuncOp>(
               spmd::createSpmdScatterOneHotContractionsPass());
+          pm.addNestedPass<func::FuncOp>(
+              spmd::createSpmdUpdateStateInPlacePass());
         });
         pm.addPass(spmd::createConvertLinalgToBlasPass());
         pm.addNestedPass<func::FuncOp>(

@@ -1,0 +1,86 @@
+// RUN: spmd-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(spmd-update-state-in-place))' | FileCheck %s
+
+memref.global "public" @w : memref<4xf32> = dense<0.0> {alignment = 128 : i64}
+#id = affine_map<(d0) -> (d0)>
+
+// SGD as convert-spmd-to-runtime leaves it: the parameter read in place,
+// updated by one elementwise generic, stored by a copy. The generic now
+// writes the global; no copy is left.
+// CHECK-LABEL: func.func @sgd
+// CHECK: %[[OLD:.*]] = bufferization.to_tensor %{{.*}} restrict : memref<4xf32>
+// CHECK: %[[G:.*]] = memref.get_global @w
+// CHECK: %[[T:.*]] = bufferization.to_tensor %[[G]] restrict writable
+// CHECK: linalg.generic {{.*}} ins(%[[OLD]], %{{.*}} : tensor<4xf32>, tensor<4xf32>) outs(%[[T]] : tensor<4xf32>)
+// CHECK-NOT: memref.copy
+// CHECK: return
+func.func @sgd(%grad: tensor<4xf32>) -> tensor<4xf32> {
+  %g0 = memref.get_global @w : memref<4xf32>
+  %p = bufferization.to_tensor %g0 restrict : memref<4xf32> to tensor<4xf32>
+  %sq = arith.mulf %p, %p : tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %new = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%p, %grad : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %b = bufferization.to_buffer %new read_only : tensor<4xf32> to memref<4xf32>
+  %g1 = memref.get_global @w : memref<4xf32>
+  memref.copy %b, %g1 : memref<4xf32> to memref<4xf32>
+  return %sq : tensor<4xf32>
+}
+
+// -----
+
+memref.global "public" @w : memref<4xf32> = dense<0.0> {alignment = 128 : i64}
+memref.global "public" @m : memref<4xf32> = dense<0.0> {alignment = 128 : i64}
+memref.global "public" @v : memref<4xf32> = dense<0.0> {alignment = 128 : i64}
+#id = affine_map<(d0) -> (d0)>
+#rev = affine_map<(d0) -> (3 - d0)>
+
+// Kept as copies: the old parameter read after the update (a later
+// reader would see the new value), the old value read reversed by the
+// updating generic itself (another element is written first), and a
+// value stored twice.
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-4: memref.copy
+// CHECK-NOT: writable
+func.func @kept(%grad: tensor<4xf32>) -> tensor<4xf32> {
+  %g0 = memref.get_global @w : memref<4xf32>
+  %p = bufferization.to_tensor %g0 restrict : memref<4xf32> to tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %new = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%p, %grad : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %late = arith.mulf %p, %p : tensor<4xf32>
+  %b = bufferization.to_buffer %new read_only : tensor<4xf32> to memref<4xf32>
+  %g1 = memref.get_global @w : memref<4xf32>
+  memref.copy %b, %g1 : memref<4xf32> to memref<4xf32>
+
+  %h0 = memref.get_global @m : memref<4xf32>
+  %q = bufferization.to_tensor %h0 restrict : memref<4xf32> to tensor<4xf32>
+  %rev = linalg.generic {indexing_maps = [#rev, #id], iterator_types = ["parallel"]}
+      ins(%q : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    linalg.yield %a : f32
+  } -> tensor<4xf32>
+  %c = bufferization.to_buffer %rev read_only : tensor<4xf32> to memref<4xf32>
+  %h1 = memref.get_global @m : memref<4xf32>
+  memref.copy %c, %h1 : memref<4xf32> to memref<4xf32>
+
+  %twice = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%grad : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.negf %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %d = bufferization.to_buffer %twice read_only : tensor<4xf32> to memref<4xf32>
+  %v0 = memref.get_global @v : memref<4xf32>
+  memref.copy %d, %v0 : memref<4xf32> to memref<4xf32>
+  %v1 = memref.get_global @v : memref<4xf32>
+  memref.copy %d, %v1 : memref<4xf32> to memref<4xf32>
+  return %late : tensor<4xf32>
+}
