@@ -32,8 +32,9 @@ void registerLowerToCPUPipeline();
 /// The common front of the CPU and GPU lowerings: optimizer/foreach
 /// decomposition, transposes folded into matmuls, convert-spmd-to-runtime,
 /// elementwise fusion, `beforeBufferize` (the CPU lowering's one-hot
-/// scatters), one-shot bufferization (identity layouts at function
-/// boundaries), buffer deallocation, bufferization ops to memref.
+/// scatters, state updated in place), one-shot bufferization (identity layouts
+/// at function boundaries), buffer deallocation, bufferization ops to
+/// memref.
 void buildLowerToBuffers(
     OpPassManager &pm,
     llvm::function_ref<void(OpPassManager &)> beforeBufferize = nullptr);

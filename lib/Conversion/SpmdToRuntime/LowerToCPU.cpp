@@ -87,7 +87,8 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "spmd-lower-to-cpu",
       "Lowers a local spmd program to the LLVM dialect for the CPU: "
       "decompose optimizers and foreach, convert-spmd-to-runtime, fusion, "
-      "one-hot matmuls as row scatters, state updated in place, one-shot bufferization, buffer "
+      "one-hot matmuls as row scatters, state updated in place, one-shot "
+      "bufferization, buffer "
       "deallocation, f32 matmuls to cblas_sgemm, "
       "large full reductions in blocks, other linalg to loops, to LLVM",
       [](OpPassManager &pm) {

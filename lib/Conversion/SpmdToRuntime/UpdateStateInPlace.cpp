@@ -123,8 +123,7 @@ bool updateInPlace(Store store, int storesOfSymbol) {
     return false;
   OpBuilder b(generic);
   Location loc = store.copy.getLoc();
-  Value global =
-      memref::GetGlobalOp::create(b, loc, globalType, store.symbol);
+  Value global = memref::GetGlobalOp::create(b, loc, globalType, store.symbol);
   Value target = bufferization::ToTensorOp::create(
       b, loc, type, global, /*restrict=*/true, /*writable=*/true);
   init->set(target);
