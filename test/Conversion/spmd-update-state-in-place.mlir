@@ -84,3 +84,30 @@ func.func @kept(%grad: tensor<4xf32>) -> tensor<4xf32> {
   memref.copy %d, %v1 : memref<4xf32> to memref<4xf32>
   return %late : tensor<4xf32>
 }
+
+// -----
+
+memref.global "public" @a : memref<4xf32> = dense<0.0> {alignment = 128 : i64}
+memref.global "public" @b : memref<4xf32> = dense<0.0> {alignment = 128 : i64}
+#id = affine_map<(d0) -> (d0)>
+
+// One value stored into two states: its generic can write only one, so
+// both stay copies.
+// CHECK-LABEL: func.func @two_states
+// CHECK-COUNT-2: memref.copy
+// CHECK-NOT: writable
+func.func @two_states(%grad: tensor<4xf32>) {
+  %e = tensor.empty() : tensor<4xf32>
+  %v = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%grad : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%x: f32, %out: f32):
+    %r = arith.negf %x : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %buf = bufferization.to_buffer %v read_only : tensor<4xf32> to memref<4xf32>
+  %ga = memref.get_global @a : memref<4xf32>
+  memref.copy %buf, %ga : memref<4xf32> to memref<4xf32>
+  %gb = memref.get_global @b : memref<4xf32>
+  memref.copy %buf, %gb : memref<4xf32> to memref<4xf32>
+  return
+}

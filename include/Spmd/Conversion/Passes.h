@@ -42,10 +42,13 @@ void buildLowerToBuffers(
 /// The back shared by the CPU and GPU lowerings: host code on buffers (no
 /// affine, scf already in cf) to the LLVM dialect — strided metadata, math
 /// (LLVM intrinsics, else libm), arith, index, `beforeMemRef` (the GPU
-/// lowering's gpu-to-llvm), memref, cf, func, then a cleanup.
+/// lowering's gpu-to-llvm), memref, cf, func, then a cleanup. With
+/// `runtimeAllocator`, memref.alloc/dealloc call libSpmdRuntime's caching
+/// allocator (`_mlir_memref_to_llvm_alloc` / `_free`) instead of malloc.
 void buildHostToLLVM(
     OpPassManager &pm,
-    llvm::function_ref<void(OpPassManager &)> beforeMemRef = nullptr);
+    llvm::function_ref<void(OpPassManager &)> beforeMemRef = nullptr,
+    bool runtimeAllocator = false);
 
 } // namespace mlir::spmd
 

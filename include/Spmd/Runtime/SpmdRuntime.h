@@ -29,6 +29,7 @@
 #ifndef SPMD_RUNTIME_SPMDRUNTIME_H
 #define SPMD_RUNTIME_SPMDRUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -158,6 +159,15 @@ int64_t spmdStateData(const char *name, int64_t *bytes);
 int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype);
 int64_t spmdStateCount(void);
 const char *spmdStateName(int64_t index);
+
+/* Host buffers of compiled CPU programs (HostAllocator.cpp): spmd-lower-to-cpu
+ * lowers memref.alloc / memref.dealloc to these (upstream's
+ * use-generic-functions names). A freed block is cached by size and handed
+ * out again, so a static-shape step allocates nothing after its first call.
+ * SPMD_CPU_CACHE=0 turns the cache off; SPMD_CPU_CACHE_MIB bounds it. */
+void *_mlir_memref_to_llvm_alloc(size_t size);
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
+void _mlir_memref_to_llvm_free(void *ptr);
 
 #ifdef __cplusplus
 }

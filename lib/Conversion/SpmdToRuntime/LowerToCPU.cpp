@@ -50,7 +50,8 @@ void mlir::spmd::buildLowerToBuffers(
 }
 
 void mlir::spmd::buildHostToLLVM(
-    OpPassManager &pm, llvm::function_ref<void(OpPassManager &)> beforeMemRef) {
+    OpPassManager &pm, llvm::function_ref<void(OpPassManager &)> beforeMemRef,
+    bool runtimeAllocator) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // 16-bit floats (torch.autocast): math and arithmetic on them run in f32,
@@ -74,7 +75,9 @@ void mlir::spmd::buildHostToLLVM(
   pm.addPass(createConvertIndexToLLVMPass());
   if (beforeMemRef)
     beforeMemRef(pm);
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memref;
+  memref.useGenericFunctions = runtimeAllocator;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memref));
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
@@ -107,6 +110,8 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createSCFToControlFlowPass());
-        spmd::buildHostToLLVM(pm);
+        // Buffers from libSpmdRuntime's cache (HostAllocator.cpp): no
+        // malloc, mmap or page faults per step.
+        spmd::buildHostToLLVM(pm, nullptr, /*runtimeAllocator=*/true);
       });
 }

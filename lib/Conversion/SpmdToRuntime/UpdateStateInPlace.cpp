@@ -149,8 +149,14 @@ struct UpdateStateInPlace
       if (std::optional<Store> store = asStore(copy))
         stores.push_back(*store);
     });
+    // A value stored into two states stays copied (its generic can write
+    // only one of them).
+    llvm::DenseMap<Value, int> storesOfValue;
+    for (const Store &store : stores)
+      ++storesOfValue[store.value];
     for (Store store : stores)
-      (void)updateInPlace(store, count[store.symbol]);
+      if (storesOfValue[store.value] == 1)
+        (void)updateInPlace(store, count[store.symbol]);
   }
 };
 

@@ -1,0 +1,125 @@
+//===- HostAllocator.cpp - a caching allocator for compiled CPU programs --===//
+//
+// spmd-lower-to-cpu lowers memref.alloc / memref.dealloc to calls of
+// `_mlir_memref_to_llvm_alloc` / `_mlir_memref_to_llvm_free` (upstream's
+// use-generic-functions), defined here. Through malloc, every intermediate
+// buffer above glibc's mmap threshold (128 KiB at first) is mapped and
+// unmapped each step, and the kernel zeroes its pages again on first touch:
+// on the 6-layer GPT of bench/gpt.py page faults and their zeroing were ~5%
+// of the step. Here a freed block goes to a free list of its exact size and
+// is handed to the next allocation of that size; a program with static
+// shapes allocates the same sizes every step, so after the first step no
+// allocation reaches malloc. Cached blocks are kept up to a bound
+// (SPMD_CPU_CACHE_MIB, default 4096), past which frees go to free();
+// SPMD_CPU_CACHE=0 turns the cache off.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+/// Every block is aligned to a cache line (and to more when asked).
+constexpr size_t kMinAlignment = 64;
+
+struct Block {
+  size_t size, alignment;
+};
+
+struct HostCache {
+  std::mutex mutex;
+  bool enabled = true;
+  size_t limit = size_t(4096) << 20;
+  size_t cachedBytes = 0;
+  /// Blocks handed out or cached, by address.
+  std::unordered_map<void *, Block> blocks;
+  /// Free blocks by (size, alignment).
+  std::unordered_map<size_t, std::vector<void *>> free[8];
+
+  HostCache() {
+    if (const char *v = std::getenv("SPMD_CPU_CACHE"))
+      enabled = std::string(v) != "0";
+    if (const char *v = std::getenv("SPMD_CPU_CACHE_MIB"))
+      limit = size_t(std::strtoull(v, nullptr, 10)) << 20;
+  }
+
+  /// The free lists of blocks of `alignment` (64 to 8192, powers of two).
+  std::unordered_map<size_t, std::vector<void *>> *freeLists(size_t alignment) {
+    unsigned i = 0;
+    for (size_t a = kMinAlignment; a < alignment && i < 7; a <<= 1)
+      ++i;
+    return (kMinAlignment << i) == alignment ? &free[i] : nullptr;
+  }
+
+  void *allocate(size_t alignment, size_t size) {
+    alignment = std::max(alignment, kMinAlignment);
+    if (alignment & (alignment - 1))
+      return nullptr; // aligned_alloc's contract
+    size = (std::max<size_t>(size, 1) + alignment - 1) / alignment * alignment;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (enabled) {
+      if (auto *lists = freeLists(alignment)) {
+        auto it = lists->find(size);
+        if (it != lists->end() && !it->second.empty()) {
+          void *p = it->second.back();
+          it->second.pop_back();
+          cachedBytes -= size;
+          return p;
+        }
+      }
+    }
+    void *p = std::aligned_alloc(alignment, size);
+    if (p && enabled)
+      blocks[p] = Block{size, alignment};
+    return p;
+  }
+
+  void release(void *p) {
+    if (!p)
+      return;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = blocks.find(p);
+    if (it == blocks.end()) {
+      std::free(p); // allocated with the cache off
+      return;
+    }
+    Block block = it->second;
+    auto *lists = freeLists(block.alignment);
+    if (!lists || cachedBytes + block.size > limit) {
+      blocks.erase(it);
+      std::free(p);
+      return;
+    }
+    (*lists)[block.size].push_back(p);
+    cachedBytes += block.size;
+  }
+};
+
+/// Never destroyed: compiled code may free after static destructors ran.
+HostCache &hostCache() {
+  static HostCache *cache = new HostCache;
+  return *cache;
+}
+
+} // namespace
+
+extern "C" {
+
+void *_mlir_memref_to_llvm_alloc(size_t size) {
+  return hostCache().allocate(kMinAlignment, size);
+}
+
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
+  return hostCache().allocate(alignment, size);
+}
+
+void _mlir_memref_to_llvm_free(void *ptr) { hostCache().release(ptr); }
+
+} // extern "C"
