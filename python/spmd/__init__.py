@@ -19,6 +19,7 @@ it and caches the result; later calls with the same shapes run it.
 """
 
 from .api import DataParallel, Override, compile, run_passes
+from ._explain import Explanation, explain
 from .placement import Placement, Replicate, Shard, override_placement
 from ._errors import UnsupportedError
 from ._toolchain import CompileError
@@ -27,5 +28,5 @@ from ._runtime import rank, world_size
 __all__ = [
     "compile", "Override", "DataParallel", "run_passes", "Placement",
     "Replicate", "Shard", "override_placement", "UnsupportedError",
-    "CompileError", "rank", "world_size",
+    "CompileError", "rank", "world_size", "explain", "Explanation",
 ]

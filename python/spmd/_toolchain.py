@@ -112,10 +112,18 @@ def compile_module(text: str, passes: str, keep: bool = False) -> Path:
     build = build_dir()
     spmd_opt = build / "bin" / "spmd-opt"
     library = library_path(text, passes)
-    if library.exists():
+    # SPMD_DUMP=DIR keeps every stage of every program in DIR/<program>
+    # (built again, cached or not, until that directory has them).
+    dump = os.environ.get("SPMD_DUMP")
+    work = Path(dump) / library.stem if dump else None
+    if library.exists() and (work is None or (work / "step.so").exists()):
         return library
 
-    work = Path(tempfile.mkdtemp(prefix="spmd-compile-"))
+    if work is not None:
+        work.mkdir(parents=True, exist_ok=True)
+        keep = True
+    else:
+        work = Path(tempfile.mkdtemp(prefix="spmd-compile-"))
     keep = keep or _progress.verbose()
     _progress.note(f"work directory {work}"
                    + ("" if keep else " (removed after the build)"))

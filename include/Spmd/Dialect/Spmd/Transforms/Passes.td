@@ -153,6 +153,29 @@ def SpmdOverlapCollectivesPass
   }];
 }
 
+def SpmdReportCollectivesPass
+    : Pass<"spmd-report-collectives", "::mlir::ModuleOp"> {
+  let summary = "Prints a local program's meshes, state and collectives as JSON";
+  let description = [{
+    An analysis for tools (`spmd.explain` reads it); the IR is unchanged.
+    On a local program (after `spmd-distribute`), prints to stdout one JSON
+    object per line: each `spmd.mesh` (`{"kind": "mesh", "name", "shape"}`),
+    each `spmd.state` (`"state"`: name, role, local type, bytes), then each
+    collective in program order (`"collective"`: `op`, `reduction` for
+    all_reduce / reduce_scatter, `mesh`, `axes`, the input `types`, `bytes`
+    sent per rank (the inputs' sizes), whether it is `async` (returns a
+    future), and `feeds`: the state its results reach, following uses
+    through every op up to an optimizer op that takes them as gradient i
+    (then parameter i's state) or a `spmd.store` (that state)).
+
+    ```
+    {"kind":"collective","op":"all_reduce","reduction":"sum","mesh":"world",
+     "axes":[0],"types":["tensor<50x16xf32>"],"bytes":3200,"async":true,
+     "feeds":["tok.weight"]}
+    ```
+  }];
+}
+
 def SpmdPropagatePass : Pass<"spmd-propagate", "::mlir::ModuleOp"> {
   let summary = "Gives every tensor value a placement (DTensor propagation)";
   let description = [{
