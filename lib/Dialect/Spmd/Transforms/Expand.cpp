@@ -22,20 +22,6 @@ using namespace mlir::spmd;
 
 namespace {
 
-bool isFlexibleOp(Operation *def) {
-  if (!def)
-    return false;
-  if (isa<tensor::EmptyOp>(def))
-    return true;
-  if (auto constant = dyn_cast<arith::ConstantOp>(def))
-    return isa<SplatElementsAttr>(constant.getValue()) &&
-           isa<RankedTensorType>(constant.getType());
-  if (auto fill = dyn_cast<linalg::FillOp>(def))
-    return fill.hasPureTensorSemantics() &&
-           isFlexibleOp(fill.getDpsInitOperand(0)->get().getDefiningOp());
-  return false;
-}
-
 /// The identity of `kind` as a constant of `type`, when `value` holds it.
 bool isIdentityOf(Attribute value, ReductionKind kind) {
   auto f = dyn_cast_or_null<FloatAttr>(value);

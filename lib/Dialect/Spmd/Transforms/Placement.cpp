@@ -2,6 +2,9 @@
 
 #include "Spmd/Dialect/Spmd/Transforms/Placement.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 using namespace mlir;
@@ -186,4 +189,18 @@ double mlir::spmd::getByteSize(Type type) {
   Type element = tensor.getElementType();
   unsigned bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
   return count * std::max(1u, bits / 8);
+}
+
+bool mlir::spmd::isFlexibleOp(Operation *op) {
+  if (!op)
+    return false;
+  if (isa<tensor::EmptyOp>(op))
+    return true;
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return isa<SplatElementsAttr>(constant.getValue()) &&
+           isa<RankedTensorType>(constant.getType());
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.hasPureTensorSemantics() &&
+           isFlexibleOp(fill.getDpsInitOperand(0)->get().getDefiningOp());
+  return false;
 }

@@ -32,23 +32,6 @@ using namespace mlir::spmd;
 
 namespace {
 
-/// Values whose producer has no distributed inputs (tensor.empty, splat
-/// constants, fills of those): expansion builds them in whatever layout a
-/// user needs, so re-slicing them is free.
-bool isFlexible(Value value) {
-  Operation *def = value.getDefiningOp();
-  if (!def)
-    return false;
-  if (isa<tensor::EmptyOp>(def))
-    return true;
-  if (auto constant = dyn_cast<arith::ConstantOp>(def))
-    return isa<SplatElementsAttr>(constant.getValue());
-  if (auto fill = dyn_cast<linalg::FillOp>(def))
-    return fill.hasPureTensorSemantics() &&
-           isFlexible(fill.getDpsInitOperand(0)->get());
-  return false;
-}
-
 /// The spec sources of a function, to find its mesh.
 SmallVector<std::pair<SpecAttr, Operation *>> collectSpecs(func::FuncOp func) {
   SmallVector<std::pair<SpecAttr, Operation *>> specs;
@@ -165,7 +148,8 @@ void Propagator::place(Operation *op) {
     operandNow.push_back(placementOf(operand));
 
   bool sourceLike = llvm::all_of(op->getOperands(), [](Value v) {
-    return !isa<RankedTensorType>(v.getType()) || isFlexible(v);
+    return !isa<RankedTensorType>(v.getType()) ||
+           isFlexibleOp(v.getDefiningOp());
   });
   for (unsigned g = 0; g < rule.numGroups; ++g) {
     // Factors already sharded on outer axes of this group (nested splits).
@@ -224,7 +208,7 @@ void Propagator::place(Operation *op) {
             continue;
           PlacementAttr want = getRequiredOperandPlacement(rule, o, c, ctx);
           PlacementAttr have = operandNow[o][a];
-          if (isFlexible(operand) || want == have)
+          if (isFlexibleOp(operand.getDefiningOp()) || want == have)
             continue;
           if (rule.operandIsInit[o] && isa<PartialAttr>(want) &&
               isa<ReplicateAttr>(have))

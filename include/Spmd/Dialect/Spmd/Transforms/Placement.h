@@ -84,6 +84,12 @@ double getRedistributionCost(PlacementAttr from, PlacementAttr to, int64_t n,
 /// Global byte size of a tensor type (dynamic dimensions count as 1).
 double getByteSize(Type type);
 
+/// Whether `op` produces a tensor with no distributed inputs
+/// (`tensor.empty`, a splat tensor constant, a fill of those): propagation
+/// lets its users choose its placement and expansion builds it in whatever
+/// layout a user needs, so re-slicing it is free. Null is not.
+bool isFlexibleOp(Operation *op);
+
 } // namespace mlir::spmd
 
 #endif // SPMD_DIALECT_SPMD_TRANSFORMS_PLACEMENT_H
