@@ -36,6 +36,22 @@ _lib = None
 _cpu.choose_openblas_core()
 
 
+def torch_sgemm() -> int:
+    """The address of the Fortran `sgemm_` PyTorch's own CPU matmuls run
+    (MKL in the x86 wheels), or 0: compiled programs then multiply with the
+    same BLAS, and the same threads, as the eager step. SPMD_BLAS=openblas
+    keeps the runtime's OpenBLAS."""
+    if os.environ.get("SPMD_BLAS", "torch") != "torch":
+        return 0
+    path = os.path.join(os.path.dirname(torch.__file__), "lib",
+                        "libtorch_cpu.so")
+    try:
+        fn = getattr(ctypes.CDLL(path), "sgemm_")
+        return ctypes.cast(fn, ctypes.c_void_p).value or 0
+    except (OSError, AttributeError, TypeError, ctypes.ArgumentError):
+        return 0
+
+
 def runtime():
     global _lib
     if _lib is not None:
@@ -57,6 +73,11 @@ def runtime():
     for void in (lib.spmdAllReduce, lib.spmdBroadcast, lib.spmdAbort):
         void.restype = None
     lib.spmdBackendName.restype = ctypes.c_char_p
+    lib.spmdSetSgemm.argtypes = [ctypes.c_int64]
+    lib.spmdSetSgemm.restype = None
+    sgemm = torch_sgemm()
+    if sgemm:
+        lib.spmdSetSgemm(sgemm)
     if not lib.spmdIsInitialized():
         if _launched_without_mpirun():
             _use_torch_store(lib)

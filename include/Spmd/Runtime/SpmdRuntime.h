@@ -160,6 +160,15 @@ int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype);
 int64_t spmdStateCount(void);
 const char *spmdStateName(int64_t index);
 
+/* The f32 GEMM compiled CPU programs call (cblas_sgemm's arguments; the
+ * compiler emits row-major calls). OpenBLAS's cblas_sgemm unless a process
+ * hands over another BLAS's Fortran `sgemm_` with spmdSetSgemm (its address;
+ * 0 goes back to OpenBLAS): the Python bridge passes the one PyTorch runs. */
+void spmdSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
+               int32_t n, int32_t k, float alpha, const float *a, int32_t lda,
+               const float *b, int32_t ldb, float beta, float *c, int32_t ldc);
+void spmdSetSgemm(int64_t fortranSgemm);
+
 /* Host buffers of compiled CPU programs (HostAllocator.cpp): spmd-lower-to-cpu
  * lowers memref.alloc / memref.dealloc to these (upstream's
  * use-generic-functions names). A freed block is cached by size and handed

@@ -92,7 +92,7 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "decompose optimizers and foreach, convert-spmd-to-runtime, fusion, "
       "one-hot matmuls as row scatters, state updated in place, one-shot "
       "bufferization, buffer "
-      "deallocation, f32 matmuls to cblas_sgemm, "
+      "deallocation, f32 matmuls to spmdSgemm (cblas_sgemm), "
       "large full reductions in blocks, other linalg to loops, to LLVM",
       [](OpPassManager &pm) {
         spmd::buildLowerToBuffers(pm, [](OpPassManager &pm) {
@@ -101,7 +101,11 @@ void mlir::spmd::registerLowerToCPUPipeline() {
           pm.addNestedPass<func::FuncOp>(
               spmd::createSpmdUpdateStateInPlacePass());
         });
-        pm.addPass(spmd::createConvertLinalgToBlasPass());
+        // libSpmdRuntime's spmdSgemm: OpenBLAS, or the BLAS the process
+        // hands over (Sgemm.cpp).
+        spmd::ConvertLinalgToBlasPassOptions blas;
+        blas.function = "spmdSgemm";
+        pm.addPass(spmd::createConvertLinalgToBlasPass(blas));
         pm.addNestedPass<func::FuncOp>(
             spmd::createSpmdBlockedFullReductionsPass());
         pm.addNestedPass<func::FuncOp>(

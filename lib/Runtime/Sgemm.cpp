@@ -1,0 +1,59 @@
+//===- Sgemm.cpp - the sgemm compiled CPU programs call -------------------===//
+//
+// spmd-lower-to-cpu turns f32 matmuls into calls of `spmdSgemm` (cblas_sgemm's
+// signature). By default it is OpenBLAS's cblas_sgemm. A process that already
+// has a faster sgemm can hand it over with `spmdSetSgemm`: the Python bridge
+// passes the Fortran `sgemm_` of the BLAS PyTorch itself runs (MKL in torch's
+// x86 wheels), so a compiled step multiplies matrices with the same library,
+// and the same threads setting, as the eager step it replaces.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <atomic>
+
+extern "C" void cblas_sgemm(int order, int transA, int transB, int m, int n,
+                            int k, float alpha, const float *a, int lda,
+                            const float *b, int ldb, float beta, float *c,
+                            int ldc);
+
+namespace {
+
+using FortranSgemm = void (*)(const char *, const char *, const int *,
+                              const int *, const int *, const float *,
+                              const float *, const int *, const float *,
+                              const int *, const float *, float *, const int *);
+
+std::atomic<FortranSgemm> provider{nullptr};
+
+constexpr int kRowMajor = 101, kTrans = 112;
+
+} // namespace
+
+extern "C" {
+
+void spmdSetSgemm(int64_t fortranSgemm) {
+  provider.store(reinterpret_cast<FortranSgemm>(fortranSgemm));
+}
+
+void spmdSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
+               int32_t n, int32_t k, float alpha, const float *a, int32_t lda,
+               const float *b, int32_t ldb, float beta, float *c, int32_t ldc) {
+  FortranSgemm sgemm = provider.load(std::memory_order_relaxed);
+  if (!sgemm) {
+    cblas_sgemm(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                ldc);
+    return;
+  }
+  char ta = transA == kTrans ? 'T' : 'N', tb = transB == kTrans ? 'T' : 'N';
+  if (order == kRowMajor) {
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T:
+    // the same buffers, operands swapped.
+    sgemm(&tb, &ta, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
+    return;
+  }
+  sgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
+}
+
+} // extern "C"
