@@ -35,18 +35,23 @@ using namespace mlir;
 
 namespace {
 
+/// The characters MLIR's lexer skips as whitespace. Not StringRef::ltrim's
+/// default, which also skips \v and \f: the lexer stops at those with
+/// "unexpected character", and a list holding one is malformed.
+constexpr llvm::StringLiteral kMlirWhitespace = " \t\n\r";
+
 /// Whether the dense i64 list at the start of `text` (after `dimensions =` or
 /// `permutation =`) is well formed: `[`, integers of at most 18 digits
 /// separated by commas, `]`.
 bool isWellFormedList(llvm::StringRef text) {
-  text = text.ltrim();
+  text = text.ltrim(kMlirWhitespace);
   if (!text.consume_front("["))
     return false;
-  text = text.ltrim();
+  text = text.ltrim(kMlirWhitespace);
   if (text.consume_front("]"))
     return true;
   for (;;) {
-    text = text.ltrim();
+    text = text.ltrim(kMlirWhitespace);
     text.consume_front("-");
     size_t digits = 0;
     while (digits < text.size() &&
@@ -54,7 +59,7 @@ bool isWellFormedList(llvm::StringRef text) {
       ++digits;
     if (digits == 0 || digits > 18)
       return false;
-    text = text.drop_front(digits).ltrim();
+    text = text.drop_front(digits).ltrim(kMlirWhitespace);
     if (text.consume_front("]"))
       return true;
     if (!text.consume_front(","))
@@ -75,7 +80,8 @@ bool isKnownUpstreamCrash(llvm::StringRef text) {
   for (llvm::StringRef key : {"dimensions", "permutation"}) {
     for (size_t at = text.find(key); at != llvm::StringRef::npos;
          at = text.find(key, at + 1)) {
-      llvm::StringRef rest = text.substr(at + key.size()).ltrim();
+      llvm::StringRef rest =
+          text.substr(at + key.size()).ltrim(kMlirWhitespace);
       if (rest.consume_front("=") && !isWellFormedList(rest))
         return true;
     }
