@@ -115,17 +115,8 @@ def explain(step, *args, **kwargs) -> Explanation:
         where = where / f"explain-{_runtime.rank()}"
         where.mkdir(parents=True, exist_ok=True)
         spmd_opt = _toolchain.build_dir() / "bin" / "spmd-opt"
-        (where / "global.mlir").write_text(program.text)
-        with _progress.phase("spmd-opt (distribution)"):
-            proc = subprocess.run(
-                [str(spmd_opt), str(where / "global.mlir"),
-                 f"--pass-pipeline={pipeline}", "--mlir-print-debuginfo",
-                 "-o", str(where / "local.mlir")],
-                capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise _toolchain.CompileError(
-                "spmd-opt (distribution) failed:\n" + proc.stderr.strip())
-        local = _report(spmd_opt, where / "local.mlir")
+        local = _report(spmd_opt,
+                        _toolchain.distribute(program.text, pipeline, where))
         global_ = _states(_report(spmd_opt, where / "global.mlir"))
     state = {}
     for name, s in _states(local).items():

@@ -104,6 +104,16 @@ def library_path(text: str, passes: str) -> Path:
     return cache_dir() / f"step-{key.hexdigest()[:24]}.so"
 
 
+def distribute(text: str, passes: str, work: Path) -> Path:
+    """Writes `text` to work/global.mlir and the local program spmd-opt's
+    `passes` make of it to work/local.mlir (returned)."""
+    (work / "global.mlir").write_text(text)
+    _run([build_dir() / "bin" / "spmd-opt", work / "global.mlir",
+          f"--pass-pipeline={passes}", "--mlir-print-debuginfo",
+          "-o", work / "local.mlir"], "spmd-opt (distribution)", work)
+    return work / "local.mlir"
+
+
 def compile_module(text: str, passes: str, keep: bool = False) -> Path:
     """Compiles a global spmd module to a shared library and returns its
     path. `passes` is the spmd-opt pipeline up to the local program. The
@@ -127,10 +137,7 @@ def compile_module(text: str, passes: str, keep: bool = False) -> Path:
     keep = keep or _progress.verbose()
     _progress.note(f"work directory {work}"
                    + ("" if keep else " (removed after the build)"))
-    (work / "global.mlir").write_text(text)
-    _run([spmd_opt, work / "global.mlir", f"--pass-pipeline={passes}",
-          "--mlir-print-debuginfo",
-          "-o", work / "local.mlir"], "spmd-opt (distribution)", work)
+    distribute(text, passes, work)
     _run([spmd_opt, work / "local.mlir", "--spmd-lower-to-cpu",
           "-o", work / "llvm.mlir"], "spmd-opt --spmd-lower-to-cpu", work)
     _run([LLVM_PREFIX / "bin" / "mlir-translate", "--mlir-to-llvmir",

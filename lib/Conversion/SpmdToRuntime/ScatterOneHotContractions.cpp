@@ -83,6 +83,16 @@ struct OneHot {
   std::optional<APInt> skip;
 };
 
+/// The input operand `value` reads when it is a block argument of `op`'s
+/// body bound to an input (not an `outs`); null otherwise.
+OpOperand *inputOf(linalg::GenericOp op, Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != op.getBody() ||
+      arg.getArgNumber() >= op.getNumDpsInputs())
+    return nullptr;
+  return op.getDpsInputOperand(arg.getArgNumber());
+}
+
 /// `cmpi ne(x, c)` with a constant `c`: `x` and `c`.
 std::optional<std::pair<Value, APInt>> matchNotEqual(Value value) {
   auto cmp = value.getDefiningOp<arith::CmpIOp>();
@@ -103,15 +113,10 @@ std::optional<std::pair<Value, APInt>> matchNotEqual(Value value) {
 std::optional<APInt> matchSkip(linalg::GenericOp op, Value mask, Value idx) {
   if (auto ne = matchNotEqual(mask))
     return ne->first == idx ? std::optional(ne->second) : std::nullopt;
-  auto maskArg = dyn_cast<BlockArgument>(mask);
-  auto idxArg = dyn_cast<BlockArgument>(idx);
-  if (!maskArg || !idxArg || maskArg.getOwner() != op.getBody() ||
-      idxArg.getOwner() != op.getBody() ||
-      maskArg.getArgNumber() >= op.getNumDpsInputs() ||
-      idxArg.getArgNumber() >= op.getNumDpsInputs())
+  OpOperand *maskOperand = inputOf(op, mask);
+  OpOperand *idxOperand = inputOf(op, idx);
+  if (!maskOperand || !idxOperand)
     return std::nullopt;
-  OpOperand *maskOperand = op.getDpsInputOperand(maskArg.getArgNumber());
-  OpOperand *idxOperand = op.getDpsInputOperand(idxArg.getArgNumber());
   auto producer = maskOperand->get().getDefiningOp<linalg::GenericOp>();
   if (!producer || producer.getNumDpsInputs() != 1 ||
       producer->getNumResults() != 1 ||
@@ -159,11 +164,9 @@ std::optional<OneHot> matchCondition(linalg::GenericOp op, Value cond) {
     if (auto cast = v.getDefiningOp<arith::IndexCastOp>())
       if (auto index = cast.getIn().getDefiningOp<linalg::IndexOp>())
         return index.getDim();
-    auto arg = dyn_cast<BlockArgument>(v);
-    if (!arg || arg.getOwner() != op.getBody() ||
-        arg.getArgNumber() >= op.getNumDpsInputs())
+    OpOperand *operand = inputOf(op, v);
+    if (!operand)
       return std::nullopt;
-    OpOperand *operand = op.getDpsInputOperand(arg.getArgNumber());
     std::optional<unsigned> loop = soleLoop(op.getMatchingIndexingMap(operand));
     if (!loop || !isIota(operand->get()))
       return std::nullopt;
@@ -172,11 +175,9 @@ std::optional<OneHot> matchCondition(linalg::GenericOp op, Value cond) {
   for (auto [idx, row] : {std::pair(cmp.getLhs(), cmp.getRhs()),
                           std::pair(cmp.getRhs(), cmp.getLhs())}) {
     std::optional<unsigned> rowLoop = rowIndexLoop(row);
-    auto arg = dyn_cast<BlockArgument>(idx);
-    if (!rowLoop || !arg || arg.getOwner() != op.getBody() ||
-        arg.getArgNumber() >= op.getNumDpsInputs())
+    OpOperand *operand = inputOf(op, idx);
+    if (!rowLoop || !operand)
       continue;
-    OpOperand *operand = op.getDpsInputOperand(arg.getArgNumber());
     AffineMap map = op.getMatchingIndexingMap(operand);
     std::optional<unsigned> tokenLoop = soleLoop(map);
     if (!tokenLoop || *tokenLoop == *rowLoop)
