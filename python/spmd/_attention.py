@@ -1,24 +1,31 @@
-"""scaled_dot_product_attention, traced as the math it computes.
+"""scaled_dot_product_attention, traced as one attention operation.
 
 On the CPU, `F.scaled_dot_product_attention` dispatches below autograd to
 `_scaled_dot_product_flash_attention_for_cpu`, whose backward op torch-mlir
 cannot lower to linalg; every model that calls it (nn.MultiheadAttention
 with need_weights=False, nn.TransformerEncoderLayer, most current models)
-would be refused. While a step is traced, `math_attention()` intercepts the
-call above autograd and computes it as PyTorch's math reference does (`_scaled_dot_product_attention_math`): scores = q k^T *
-scale, the causal or given mask, softmax, dropout, times v. Autograd then
-traces the backward of those ops. Every argument is supported: attn_mask
-(bool: True attends; float: added), is_causal (top-left aligned, as torch),
-scale, enable_gqa (k and v heads repeated), dropout_p (through the step's
-counter-based generator, as F.dropout).
+would be refused. While a step is traced, `traced_attention()` intercepts the
+call above autograd. In f32 without dropout it becomes the custom op
+`spmd::attention` (output and log-sum-exp), whose autograd formula is
+`spmd::attention_backward`: the importer turns both into `spmd.attention`
+/ `spmd.attention_grad`, which the compiler distributes (batch and heads
+shard) and lowers flash-attention style, with no T x T tensor
+(Rationale: "Attention"). Every argument is supported: attn_mask (bool:
+True attends; float: added), is_causal (top-left aligned, as torch), scale,
+enable_gqa (key and value heads repeated before the op).
 
-The scores are materialized (T x T per head), forward and backward: what
-eager's flash kernel avoids; a fused attention operation is the planned
-fix (Rationale: "Attention").
+What the op does not take is computed as PyTorch's math reference does
+(`_scaled_dot_product_attention_math`: scores = q k^T * scale, the causal
+or given mask, softmax, dropout, times v), whose backward autograd traces:
+dropout_p > 0 (through the step's counter-based generator, as F.dropout),
+16-bit inputs (autocast), a float mask that requires grad (a learned
+bias), and `SPMD_ATTENTION=math` for all calls (the benchmark's baseline).
 """
 
 import contextlib
 import math
+import os
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -59,26 +66,177 @@ def attention_math(query, key, value, attn_mask=None, dropout_p=0.0,
     return torch.matmul(weights, value)
 
 
+# The attention operation the compiler knows: spmd::attention returns the
+# output and the log-sum-exp of each row of the scaled, masked scores;
+# spmd::attention_backward the gradients of query, key and value from them.
+# Their eager bodies are the reference semantics (and what runs if they are
+# ever called outside a trace); the importer maps them to spmd.attention and
+# spmd.attention_grad. Tensors are B x H x L x E (query), B x H x S x E
+# (key), B x H x S x Ev (value); mask B' x H' x L' x S with each primed size
+# 1 or full.
+
+
+def _scores(q, k, mask, scale, causal):
+    s = torch.matmul(q, k.transpose(-2, -1)) * scale
+    if causal:
+        L, S = q.size(-2), k.size(-2)
+        s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1),
+                          float("-inf"))
+    if mask is not None:
+        s = s + mask
+    return s
+
+
+def _probs(s, lse):
+    # A row with nothing to attend to (lse = -inf) has zero probabilities.
+    finite = torch.isfinite(lse).unsqueeze(-1)
+    return torch.where(finite, torch.exp(s - torch.where(
+        finite, lse.unsqueeze(-1), torch.zeros_like(lse.unsqueeze(-1)))),
+        torch.zeros_like(s))
+
+
+@torch.library.custom_op("spmd::attention", mutates_args=())
+def fused_attention(query: torch.Tensor, key: torch.Tensor,
+                    value: torch.Tensor, mask: Optional[torch.Tensor],
+                    scale: float, causal: bool
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    s = _scores(query, key, mask, scale, causal)
+    lse = torch.logsumexp(s, dim=-1)
+    return torch.matmul(_probs(s, lse), value), lse
+
+
+@fused_attention.register_fake
+def _(query, key, value, mask, scale, causal):
+    return (query.new_empty(*query.shape[:-1], value.size(-1)),
+            query.new_empty(query.shape[:-1]))
+
+
+@torch.library.custom_op("spmd::attention_backward", mutates_args=())
+def fused_attention_backward(grad: torch.Tensor, query: torch.Tensor,
+                             key: torch.Tensor, value: torch.Tensor,
+                             out: torch.Tensor, lse: torch.Tensor,
+                             mask: Optional[torch.Tensor], scale: float,
+                             causal: bool
+                             ) -> tuple[torch.Tensor, torch.Tensor,
+                                        torch.Tensor]:
+    p = _probs(_scores(query, key, mask, scale, causal), lse)
+    grad_value = torch.matmul(p.transpose(-2, -1), grad)
+    delta = (grad * out).sum(-1, keepdim=True)
+    ds = p * (torch.matmul(grad, value.transpose(-2, -1)) - delta)
+    return (torch.matmul(ds, key) * scale,
+            torch.matmul(ds.transpose(-2, -1), query) * scale, grad_value)
+
+
+@fused_attention_backward.register_fake
+def _(grad, query, key, value, out, lse, mask, scale, causal):
+    return (torch.empty_like(query), torch.empty_like(key),
+            torch.empty_like(value))
+
+
+def _save(ctx, inputs, output):
+    query, key, value, mask, scale, causal = inputs
+    out, lse = output
+    ctx.save_for_backward(query, key, value, out, lse, mask)
+    ctx.scale, ctx.causal = scale, causal
+
+
+def _backward(ctx, grad_out, grad_lse):
+    query, key, value, out, lse, mask = ctx.saved_tensors
+    dq, dk, dv = fused_attention_backward(grad_out.contiguous(), query, key,
+                                          value, out, lse, mask, ctx.scale,
+                                          ctx.causal)
+    return dq, dk, dv, None, None, None
+
+
+fused_attention.register_autograd(_backward, setup_context=_save)
+
+
+def _fusable(query, key, value, attn_mask, dropout_p):
+    """Why the call is computed as math instead (None when it is fused)."""
+    if os.environ.get("SPMD_ATTENTION", "fused") == "math":
+        return "SPMD_ATTENTION=math"
+    if dropout_p > 0.0:
+        return "dropout"
+    if any(t.dtype != torch.float32 for t in (query, key, value)):
+        return "not float32"
+    if query.dim() < 2 or key.dim() != query.dim() or \
+            value.dim() != query.dim():
+        return "ranks differ"
+    if attn_mask is not None and attn_mask.dtype != torch.bool and \
+            attn_mask.requires_grad:
+        return "the mask requires grad"
+    return None
+
+
+def _to_4d(t):
+    """(..., L, E) as B x H x L x E: a 3-D tensor gets one head, leading
+    batch dimensions are flattened."""
+    if t.dim() == 2:
+        return t.reshape(1, 1, *t.shape)
+    if t.dim() == 3:
+        return t.unsqueeze(1)
+    return t.reshape(-1, *t.shape[-3:])
+
+
+def attention_fused(query, key, value, attn_mask=None, dropout_p=0.0,
+                    is_causal=False, scale=None, enable_gqa=False):
+    """F.scaled_dot_product_attention as spmd::attention, or its math."""
+    if _fusable(query, key, value, attn_mask, dropout_p) is not None:
+        return attention_math(query, key, value, attn_mask, dropout_p,
+                              is_causal, scale, enable_gqa)
+    if is_causal and attn_mask is not None:
+        return attention_math(query, key, value, attn_mask, dropout_p,
+                              is_causal, scale, enable_gqa)  # refuses
+    factor = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    if enable_gqa and key.dim() >= 3 and key.size(-3) != query.size(-3):
+        repeat = query.size(-3) // key.size(-3)
+        key = key.repeat_interleave(repeat, dim=-3)
+        value = value.repeat_interleave(repeat, dim=-3)
+    batch = query.shape[:-2]
+    L, S = query.size(-2), key.size(-2)
+    mask = None
+    if attn_mask is not None:
+        mask = attn_mask
+        if mask.dtype == torch.bool:
+            mask = torch.zeros(mask.shape, dtype=query.dtype).masked_fill(
+                mask.logical_not(), float("-inf"))
+        mask = mask.to(query.dtype)
+        if query.dim() > 4 or mask.dim() > query.dim():
+            # Leading batch dimensions are flattened: broadcast them first.
+            mask = mask.expand(*batch, L, S)
+        while mask.dim() < query.dim():
+            mask = mask.unsqueeze(0)
+        if mask.size(-1) != S:
+            mask = mask.expand(*mask.shape[:-1], S)
+        mask = _to_4d(mask.contiguous())
+    out, _ = fused_attention(_to_4d(query).contiguous(),
+                             _to_4d(key).contiguous(),
+                             _to_4d(value).contiguous(), mask, float(factor),
+                             bool(is_causal))
+    return out.reshape(*batch, L, value.size(-1))
+
+
 class _AttentionAsMath(TorchFunctionMode):
     """Catches calls of the original function held under another name
     (`from torch.nn.functional import scaled_dot_product_attention` before
     the step was traced) made directly by the step's code. A mode is off
     while it handles a call, so calls nested inside another torch function
     (F.multi_head_attention_forward) do not come here: those look the name
-    up in torch.nn.functional, which math_attention() replaces."""
+    up in torch.nn.functional, which traced_attention() replaces."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is _SDPA:
-            return attention_math(*args, **kwargs)
+            return attention_fused(*args, **kwargs)
         return func(*args, **kwargs)
 
 
 @contextlib.contextmanager
-def math_attention():
-    """A context in which F.scaled_dot_product_attention is traced as math:
-    the name in torch.nn.functional replaced, and a mode for the rest."""
-    F.scaled_dot_product_attention = attention_math
+def traced_attention():
+    """A context in which F.scaled_dot_product_attention is traced as the
+    attention op (or its math): the name in torch.nn.functional replaced,
+    and a mode for the rest."""
+    F.scaled_dot_product_attention = attention_fused
     try:
         with _AttentionAsMath():
             yield

@@ -13,6 +13,8 @@ import warnings
 
 import torch
 from torch_mlir import fx, ir
+from torch_mlir.compiler_utils import run_pipeline_with_repro_report
+from torch_mlir.passmanager import PassManager
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_importer import FxImporter
 
@@ -21,7 +23,15 @@ from ._trace import user_frame
 
 # Dialects of linalg-on-tensors IR that spmd-opt parses, distributes and
 # lowers.
-SUPPORTED_DIALECTS = {"arith", "math", "linalg", "tensor", "func", "cf"}
+SUPPORTED_DIALECTS = {"arith", "math", "linalg", "tensor", "func", "cf",
+                      "spmd"}
+
+# The bridge's custom ops (python/spmd/_attention.py), as torch-mlir imports
+# them, and the spmd ops they become.
+_CUSTOM_OPS = {
+    "torch.spmd.attention": "spmd.attention",
+    "torch.spmd.attention_backward": "spmd.attention_grad",
+}
 
 _OWN = re.compile(r"/(torch|torch_mlir|spmd)/")
 
@@ -157,6 +167,91 @@ def _import_error(diagnostics, err: Exception, graph: torch.fx.GraphModule):
         hint=_OUTSIDE_HINT) from None
 
 
+def _uses_custom_ops(graph) -> bool:
+    return any(node.op == "call_function" and
+               str(node.target).split(".")[0] == "spmd"
+               for node in graph.graph.nodes)
+
+
+def _custom_ops_to_calls(module):
+    """Replaces each `torch.operator` of a bridge custom op by a call of a
+    private declaration taking its tensors (torch-mlir converts calls' types
+    like any other); returns {callee: (spmd op, properties text)}."""
+    calls = {}
+    operators = []
+    for func in module.body.operations:
+        for region in func.regions:
+            for block in region.blocks:
+                operators += [op.operation for op in block.operations
+                              if op.operation.name == "torch.operator"]
+    for op in operators:
+        name = ir.StringAttr(op.attributes["name"]).value
+        if name not in _CUSTOM_OPS:
+            continue
+        tensors, scalars = [], []
+        for value in op.operands:
+            if str(value.type).startswith("!torch.vtensor"):
+                tensors.append(value)
+            elif not str(value.type).startswith("!torch.none"):
+                scalars.append(value.owner.attributes["value"])
+        scale = ir.FloatAttr(scalars[0]).value
+        causal = ir.BoolAttr(scalars[1]).value
+        props = ("causal, " if causal else "") + f"scale = {scale!r} : f64"
+        callee = f"__spmd_custom_op_{len(calls)}"
+        calls[callee] = (_CUSTOM_OPS[name], props)
+        signature = ir.FunctionType.get([t.type for t in tensors],
+                                        [r.type for r in op.results])
+        with ir.InsertionPoint.at_block_begin(module.body), op.location:
+            ir.Operation.create("func.func", regions=1, attributes={
+                "sym_name": ir.StringAttr.get(callee),
+                "function_type": ir.TypeAttr.get(signature),
+                "sym_visibility": ir.StringAttr.get("private")})
+        with ir.InsertionPoint(op), op.location:
+            call = ir.Operation.create(
+                "func.call", results=[r.type for r in op.results],
+                operands=tensors,
+                attributes={"callee": ir.FlatSymbolRefAttr.get(callee)})
+        for old, new in zip(op.results, call.results):
+            old.replace_all_uses_with(new)
+        op.erase()
+    return calls
+
+
+def _lower_with_calls(module):
+    """torch-mlir's torch -> linalg-on-tensors lowering, but for its final
+    backend-contract check, which refuses calls (the custom ops' are
+    checked by _check_dialects and replaced after)."""
+    run_pipeline_with_repro_report(
+        module, "builtin.module(func.func(torch-match-quantized-custom-ops), "
+        "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})",
+        "Lowering TorchFX IR -> Torch Backend IR")
+    with module.context:
+        full = str(PassManager.parse(
+            "builtin.module(torch-backend-to-linalg-on-tensors-backend-"
+            "pipeline{allow-non-finites=True})"))
+    check = ",torch-verify-linalg-on-tensors-backend-contract)"
+    if not full.endswith(check):
+        raise UnsupportedError(
+            "spmd.compile: this torch-mlir's linalg pipeline does not end "
+            "with its backend-contract check; the attention op cannot be "
+            f"imported:\n  {full[-200:]}",
+            hint="install the torch-mlir of requirements.txt, or set "
+            "SPMD_ATTENTION=math")
+    run_pipeline_with_repro_report(
+        module, full[:-len(check)] + ")",
+        "Lowering Torch Backend IR -> Linalg-on-Tensors Backend IR")
+
+
+def _calls_to_spmd_ops(text: str, calls) -> str:
+    """The calls of _custom_ops_to_calls as the spmd ops (generic form)."""
+    def op(match):
+        name, props = calls[match.group(1)]
+        return f'"{name}"({match.group(2)}) <{{{props}}}>'
+    text = re.sub(r"\bcall @(__spmd_custom_op_\d+)\(([^)]*)\)", op, text)
+    return re.sub(r"^\s*func\.func private @__spmd_custom_op_\d+\(.*\n",
+                  "", text, flags=re.M)
+
+
 def import_graph(graph: torch.fx.GraphModule, name: str) -> str:
     """linalg-on-tensors text of `graph` as a function `name`."""
     context = ir.Context()
@@ -173,13 +268,24 @@ def import_graph(graph: torch.fx.GraphModule, name: str) -> str:
         with warnings.catch_warnings():
             # torch-mlir's importer uses pytree APIs torch 2.10 deprecates.
             warnings.simplefilter("ignore", FutureWarning)
-            module = fx.stateless_fx_import(
-                graph, output_type="linalg-on-tensors", model_name=name,
-                fx_importer=FxImporter(context=context))
+            calls = None
+            if _uses_custom_ops(graph):
+                module = fx.stateless_fx_import(
+                    graph, output_type="raw", model_name=name,
+                    fx_importer=FxImporter(context=context))
+                with context:
+                    calls = _custom_ops_to_calls(module)
+                _lower_with_calls(module)
+            else:
+                module = fx.stateless_fx_import(
+                    graph, output_type="linalg-on-tensors", model_name=name,
+                    fx_importer=FxImporter(context=context))
     except UnsupportedError:
         raise
     except Exception as err:  # torch-mlir raises its own compiler errors
         _import_error(diagnostics, err, graph)
     text = module.operation.get_asm(enable_debug_info=True)
+    if calls:
+        text = _calls_to_spmd_ops(text, calls)
     _check_dialects(text, graph)
     return text

@@ -330,7 +330,7 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
         capture = _OptimizerCapture(optimizer, traced_by_id)
         with stateless._reparametrize_module(model, mapping,
                                              tie_weights=True), capture, \
-                _attention.math_attention():
+                _attention.traced_attention():
             out = fn(*call_args, **call_kwargs)
         out_leaves, out_spec = pytree.tree_flatten(out)
         if not all(isinstance(o, torch.Tensor) for o in out_leaves):

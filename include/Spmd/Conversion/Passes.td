@@ -295,6 +295,45 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpmdLowerAttentionPass : Pass<"spmd-lower-attention", "::mlir::ModuleOp"> {
+  let summary = "Lowers spmd.attention and attention_grad to flash kernels";
+  let description = [{
+    Part of `spmd-lower-to-cpu`, on tensors, before bufferization: each
+    `spmd.attention` becomes a call of libSpmdRuntime's
+    `spmdAttentionForward` and each `spmd.attention_grad` one of
+    `spmdAttentionBackward` (lib/Runtime/Attention.cpp), with the operands
+    as identity-layout buffers (bufferization copies only what has another
+    layout), fresh result buffers, and the sizes, the mask's broadcast
+    strides, the scale and `causal` as scalars. The kernels work
+    flash-attention style: per batch and head, query rows in blocks against
+    key blocks, an online softmax that keeps the row maximum and sum,
+    GEMMs of blocks through `spmdSgemm`; the backward recomputes each block
+    of probabilities from the saved log-sum-exp. Scratch memory is a few
+    blocks: no `L x S` tensor, forward or backward.
+
+    Numerics: the softmax is summed block by block with rescaling (the
+    online softmax), in f32, so results differ from eager's by float32
+    rounding (the bound the tests check: 1e-5 relative on the models).
+
+    Not on the GPU path (`spmd-lower-to-nvvm` refuses the ops).
+
+    ```mlir
+    %o, %lse = spmd.attention %q, %k, %v {causal, scale = 0.125 : f64} : ...
+    // becomes
+    %qb = bufferization.to_buffer %q read_only : ...
+    %ob = memref.alloc() : memref<2x4x64x32xf32>
+    %lb = memref.alloc() : memref<2x4x64xf32>
+    call @spmdAttentionForward(<addresses>, <sizes>, <mask strides>,
+                               %scale, %causal) : (...) -> ()
+    %o = bufferization.to_tensor %ob restrict writable : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def SpmdScatterOneHotContractionsPass
     : Pass<"spmd-scatter-one-hot-contractions"> {
   let summary = "Turns matmuls with a one-hot matrix into row scatters";

@@ -169,6 +169,25 @@ void spmdSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                const float *b, int32_t ldb, float beta, float *c, int32_t ldc);
 void spmdSetSgemm(int64_t fortranSgemm);
 
+/* Flash attention (Attention.cpp), what spmd-lower-attention calls for
+ * spmd.attention and spmd.attention_grad: addresses of row-major f32
+ * buffers (query B x H x L x E, key B x H x S x E, value B x H x S x Ev,
+ * output B x H x L x Ev, log-sum-exp B x H x L; mask 0 or added to the
+ * scores with element strides maskB, maskH, maskL, 0 where it broadcasts),
+ * the sizes, the scale, and causal (0 or 1, top-left aligned). */
+void spmdAttentionForward(int64_t query, int64_t key, int64_t value,
+                          int64_t mask, int64_t out, int64_t lse, int64_t B,
+                          int64_t H, int64_t L, int64_t S, int64_t E,
+                          int64_t Ev, int64_t maskB, int64_t maskH,
+                          int64_t maskL, double scale, int64_t causal);
+void spmdAttentionBackward(int64_t grad, int64_t query, int64_t key,
+                           int64_t value, int64_t out, int64_t lse,
+                           int64_t mask, int64_t gradQuery, int64_t gradKey,
+                           int64_t gradValue, int64_t B, int64_t H, int64_t L,
+                           int64_t S, int64_t E, int64_t Ev, int64_t maskB,
+                           int64_t maskH, int64_t maskL, double scale,
+                           int64_t causal);
+
 /* Host buffers of compiled CPU programs (HostAllocator.cpp): spmd-lower-to-cpu
  * lowers memref.alloc / memref.dealloc to these (upstream's
  * use-generic-functions names). A freed block is cached by size and handed

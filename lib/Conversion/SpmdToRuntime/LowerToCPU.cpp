@@ -90,12 +90,14 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "spmd-lower-to-cpu",
       "Lowers a local spmd program to the LLVM dialect for the CPU: "
       "decompose optimizers and foreach, convert-spmd-to-runtime, fusion, "
-      "one-hot matmuls as row scatters, state updated in place, one-shot "
+      "attention to flash kernels, one-hot matmuls as row scatters, state "
+      "updated in place, one-shot "
       "bufferization, buffer "
       "deallocation, f32 matmuls to spmdSgemm (cblas_sgemm), "
       "large full reductions in blocks, other linalg to loops, to LLVM",
       [](OpPassManager &pm) {
         spmd::buildLowerToBuffers(pm, [](OpPassManager &pm) {
+          pm.addPass(spmd::createSpmdLowerAttentionPass());
           pm.addNestedPass<func::FuncOp>(
               spmd::createSpmdScatterOneHotContractionsPass());
           pm.addNestedPass<func::FuncOp>(

@@ -1187,3 +1187,78 @@ LogicalResult LocalSliceOp::verifySymbolUses(SymbolTableCollection &table) {
                          << " for size " << size << " over " << *n << " ranks";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// The constraints spmd.attention and spmd.attention_grad share, given the
+/// forward's operands and the types of its results.
+static LogicalResult verifyAttention(Operation *op, RankedTensorType query,
+                                     RankedTensorType key,
+                                     RankedTensorType value, Value mask,
+                                     double scale, bool causal,
+                                     RankedTensorType out,
+                                     RankedTensorType lse) {
+  auto dims = [](RankedTensorType t) { return t.getShape(); };
+  ArrayRef<int64_t> q = dims(query), k = dims(key), v = dims(value);
+  // attention_c1
+  if (!compatibleDim(q[0], k[0]) || !compatibleDim(q[0], v[0]) ||
+      !compatibleDim(q[1], k[1]) || !compatibleDim(q[1], v[1]))
+    return op->emitOpError("query, key and value need the same batch and "
+                           "head dimensions (B x H x ...), got ")
+           << query << ", " << key << ", " << value;
+  if (!compatibleDim(k[2], v[2]))
+    return op->emitOpError("key and value need the same sequence length, "
+                           "got ")
+           << key << " and " << value;
+  if (!compatibleDim(q[3], k[3]))
+    return op->emitOpError("query and key need the same head size, got ")
+           << query << " and " << key;
+  // attention_c2
+  ArrayRef<int64_t> o = dims(out), l = dims(lse);
+  if (!compatibleDim(o[0], q[0]) || !compatibleDim(o[1], q[1]) ||
+      !compatibleDim(o[2], q[2]) || !compatibleDim(o[3], v[3]))
+    return op->emitOpError("output should be B x H x L x Ev (")
+           << q[0] << "x" << q[1] << "x" << q[2] << "x" << v[3] << "), got "
+           << out;
+  if (!compatibleDim(l[0], q[0]) || !compatibleDim(l[1], q[1]) ||
+      !compatibleDim(l[2], q[2]))
+    return op->emitOpError("log-sum-exp should be B x H x L, got ") << lse;
+  // attention_c3
+  if (mask) {
+    if (causal)
+      return op->emitOpError("takes a mask or `causal`, not both");
+    ArrayRef<int64_t> m = cast<RankedTensorType>(mask.getType()).getShape();
+    for (int d = 0; d < 3; ++d)
+      if (m[d] != 1 && !compatibleDim(m[d], q[d]))
+        return op->emitOpError("mask dimension ")
+               << d << " should be 1 or " << q[d] << ", got " << m[d];
+    if (!compatibleDim(m[3], k[2]))
+      return op->emitOpError("mask's last dimension should be the key "
+                             "length ")
+             << k[2] << ", got " << m[3];
+  }
+  // attention_c4
+  if (!std::isfinite(scale))
+    return op->emitOpError("scale must be finite, got ") << scale;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttention(*this, getQuery().getType(), getKey().getType(),
+                         getValue().getType(), getMask(),
+                         getScale().convertToDouble(), getCausal(),
+                         getOut().getType(), getLse().getType());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  // attention_grad_c1
+  if (getGrad().getType() != getOut().getType())
+    return emitOpError("grad should have the type of out, ")
+           << getOut().getType() << ", got " << getGrad().getType();
+  return verifyAttention(*this, getQuery().getType(), getKey().getType(),
+                         getValue().getType(), getMask(),
+                         getScale().convertToDouble(), getCausal(),
+                         getOut().getType(), getLse().getType());
+}

@@ -5,7 +5,8 @@
 //   (reduction combiners and linearity read off the payload);
 // - elementwise arith/math ops on tensors;
 // - tensor.empty, tensor.cast, expand_shape/collapse_shape, splat constants;
-// - spmd foreach and optimizer ops, one factor group per entry.
+// - spmd foreach and optimizer ops, one factor group per entry;
+// - spmd.attention and attention_grad: batch and heads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -500,6 +501,46 @@ struct OptimizerRuleModel
   }
 };
 
+//===----------------------------------------------------------------------===//
+// spmd.attention / spmd.attention_grad
+//===----------------------------------------------------------------------===//
+
+/// Batch and heads shard freely; sequence and head dimensions stay whole
+/// (the softmax's row reduction has no combiner, and causal masking reads
+/// global positions). A mask dimension of 1 broadcasts and has no factor.
+/// The gradients are linear in the output's gradient.
+template <typename OpTy>
+struct AttentionRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<AttentionRuleModel<OpTy>,
+                                                    OpTy> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto query = cast<RankedTensorType>(cast<OpTy>(op).getQuery().getType());
+    ShardingRule rule;
+    for (int64_t d = 0; d < 2; ++d)
+      rule.factors.push_back(ShardingRule::Factor{query.getDimSize(d)});
+    auto dimsOf = [&](Value v) {
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> dims(type.getRank(), ShardingRule::kNoFactor);
+      for (int64_t d = 0; d < 2; ++d)
+        if (type.getDimSize(d) == query.getDimSize(d))
+          dims[d] = d;
+      return dims;
+    };
+    for (Value operand : op->getOperands()) {
+      rule.operandDims.push_back(dimsOf(operand));
+      rule.operandGroups.push_back(0);
+      rule.operandIsInit.push_back(false);
+    }
+    for (Value result : op->getResults()) {
+      rule.resultDims.push_back(dimsOf(result));
+      rule.resultGroups.push_back(0);
+    }
+    if (isa<AttentionGradOp>(op))
+      rule.linearSets.push_back({0});
+    return rule;
+  }
+};
+
 template <template <typename> class Model, typename... Ops>
 void attach(MLIRContext *ctx) {
   (Ops::template attachInterface<Model<Ops>>(*ctx), ...);
@@ -547,5 +588,6 @@ void mlir::spmd::registerShardingRuleModels(DialectRegistry &registry) {
            ForeachAddScalarOp, ForeachMulScalarOp, ForeachDivScalarOp,
            ForeachAddcmulOp, ForeachAddcdivOp>(ctx);
     attach<OptimizerRuleModel, SGDOp, AdamOp>(ctx);
+    attach<AttentionRuleModel, AttentionOp, AttentionGradOp>(ctx);
   });
 }

@@ -616,6 +616,95 @@ def Spmd_AdamOp : Spmd_Op<"adam", [
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Spmd_AttentionOp : Spmd_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention, keeping the log-sum-exp";
+  let description = [{
+    `softmax(query @ key^T * scale + mask) @ value` per batch and head, as
+    `F.scaled_dot_product_attention` computes it, and the log-sum-exp of
+    each row of the (scaled, masked) scores, which `spmd.attention_grad`
+    recomputes the softmax from. Shapes: query `B x H x L x E`, key
+    `B x H x S x E`, value `B x H x S x Ev`; results `B x H x L x Ev` and
+    `B x H x L`. Grouped-query attention repeats key and value heads before
+    the op (the bridge does).
+
+    `mask`, when given, is added to the scores (`-inf` masks a position;
+    a boolean mask is converted before the op): `Bm x Hm x Lm x S` with each
+    of `Bm`, `Hm`, `Lm` equal to 1 (broadcast) or to `B`, `H`, `L`.
+    `causal` masks key positions after the query's (top-left aligned, as
+    PyTorch's `is_causal`); it excludes `mask`. A row whose every position
+    is masked yields zeros and a log-sum-exp of `-inf`.
+
+    Lowered flash-attention style (`--spmd-lower-to-cpu`: libSpmdRuntime's
+    `spmdAttentionForward`): scores in blocks with an online softmax, never
+    an `L x S` tensor. Batch and heads shard freely; the sequence and head
+    dimensions are computed whole. f32 only (16-bit autocast attention is
+    traced as its math by the bridge). Not lowered on the GPU path yet.
+
+    ```mlir
+    %o, %lse = spmd.attention %q, %k, %v {causal, scale = 0.125 : f64}
+        : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>
+        -> tensor<2x4x64x32xf32>, tensor<2x4x64xf32>
+    %p, %l = spmd.attention %q, %k, %v mask %m {scale = 0.125 : f64}
+        : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>,
+          tensor<2x1x1x64xf32> -> tensor<2x4x64x32xf32>, tensor<2x4x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    4DTensorOf<[F32]>:$query, 4DTensorOf<[F32]>:$key, 4DTensorOf<[F32]>:$value,
+    Optional<4DTensorOf<[F32]>>:$mask, F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs 4DTensorOf<[F32]>:$out, 3DTensorOf<[F32]>:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? attr-dict
+    `:` type($query) `,` type($key) `,` type($value) (`,` type($mask)^)?
+    `->` type($out) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Spmd_AttentionGradOp : Spmd_Op<"attention_grad", [
+    Pure, AllTypesMatch<["query", "grad_query"]>,
+    AllTypesMatch<["key", "grad_key"]>,
+    AllTypesMatch<["value", "grad_value"]>]> {
+  let summary = "the gradients of spmd.attention from its saved results";
+  let description = [{
+    Given the gradient of `spmd.attention`'s output, its operands and
+    attributes, and its results (`out`, `lse`), yields the gradients of
+    query, key and value (the mask gets none). The softmax is recomputed
+    from `lse` block by block (flash-attention's backward): with
+    `P = exp(query @ key^T * scale + mask - lse)` and
+    `D = rowsum(grad * out)`,
+    `dV = P^T @ grad`, `dS = P * (grad @ value^T - D)`,
+    `dQ = dS @ key * scale`, `dK = dS^T @ query * scale`.
+    Shapes and mask as `spmd.attention`; results have the types of query,
+    key and value.
+
+    ```mlir
+    %dq, %dk, %dv = spmd.attention_grad %g, %q, %k, %v, %o, %lse
+        {causal, scale = 0.125 : f64}
+        : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>,
+          tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    4DTensorOf<[F32]>:$grad, 4DTensorOf<[F32]>:$query, 4DTensorOf<[F32]>:$key,
+    4DTensorOf<[F32]>:$value, 4DTensorOf<[F32]>:$out, 3DTensorOf<[F32]>:$lse,
+    Optional<4DTensorOf<[F32]>>:$mask, F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs 4DTensorOf<[F32]>:$grad_query,
+                      4DTensorOf<[F32]>:$grad_key,
+                      4DTensorOf<[F32]>:$grad_value);
+  let assemblyFormat = [{
+    $grad `,` $query `,` $key `,` $value `,` $out `,` $lse
+    (`mask` $mask^)? attr-dict
+    `:` type($grad) `,` type($query) `,` type($key) `,` type($value) `,`
+        type($out) `,` type($lse) (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // State
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,259 @@
+//===- Attention.cpp - flash-attention kernels for compiled CPU programs --===//
+//
+// spmd-lower-attention lowers spmd.attention / spmd.attention_grad to these.
+// Per batch and head: query rows in blocks of kRows against key blocks of
+// kCols, the scores of one block pair computed by spmdSgemm, an online
+// softmax (running row maximum and sum, the partial output rescaled when
+// the maximum grows) and the block's probabilities times its values
+// accumulated by spmdSgemm. The backward (FlashAttention-2's) recomputes
+// each block's probabilities from the saved log-sum-exp and accumulates
+// dQ, dK and dV block by block. Memory besides inputs and outputs: a few
+// blocks, and one float per query row; never an L x S matrix.
+//
+// All tensors are row-major and contiguous: query B x H x L x E, key
+// B x H x S x E, value B x H x S x Ev, output B x H x L x Ev, log-sum-exp
+// B x H x L; the mask is added to the scores, addressed with element
+// strides (maskB, maskH, maskL) that are 0 where it broadcasts, its last
+// dimension S contiguous.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace {
+
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+/// Query rows and key columns per block: a 64 x 128 score block is 32 KiB,
+/// with the query and key blocks it stays in L2.
+constexpr int64_t kRows = 64, kCols = 128;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// exp(x) for x <= 0 in a form compilers vectorize (Cephes' expf: range
+/// reduction by ln 2 in two parts, a degree-5 polynomial, the exponent
+/// put in by bits): within 2 ulp of expf on [-87, 0]; 0 below (and for
+/// -inf). The inputs are scores minus their row maximum, never positive.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#endif
+void expShifted(float *__restrict p, int64_t n, float shift) {
+  for (int64_t i = 0; i < n; ++i) {
+    float x = p[i] - shift;
+    bool underflow = !(x >= -87.0f); // also NaN-free for -inf - finite
+    x = underflow ? -87.0f : x;
+    float fx = std::floor(x * 1.44269504088896341f + 0.5f);
+    float r = x - fx * 0.693359375f;
+    r = r - fx * -2.12194440e-4f;
+    float z = r * r;
+    float y = 1.9875691500e-4f;
+    y = y * r + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    y = y * z + r + 1.0f;
+    int32_t bits = (static_cast<int32_t>(fx) + 127) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, sizeof(scale));
+    p[i] = underflow ? 0.0f : y * scale;
+  }
+}
+
+/// Scales a block of raw scores and adds the mask (or the causal mask) in
+/// place; returns nothing, masked positions become -inf.
+void prepareScores(float *s, int64_t rows, int64_t cols, int64_t row0,
+                   int64_t col0, float scale, const float *mask,
+                   int64_t maskL, bool causal) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = s + r * cols;
+    for (int64_t c = 0; c < cols; ++c)
+      row[c] *= scale;
+    if (mask) {
+      const float *m = mask + (row0 + r) * maskL + col0;
+      for (int64_t c = 0; c < cols; ++c)
+        row[c] += m[c];
+    }
+    if (causal)
+      for (int64_t c = std::max<int64_t>(0, row0 + r + 1 - col0); c < cols;
+           ++c)
+        row[c] = kNegInf;
+  }
+}
+
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+          float *c, int64_t ldc, float alpha = 1.0f) {
+  spmdSgemm(kRowMajor, transA ? kTrans : kNoTrans, transB ? kTrans : kNoTrans,
+            int32_t(m), int32_t(n), int32_t(k), alpha, a, int32_t(lda), b,
+            int32_t(ldb), beta, c, int32_t(ldc));
+}
+
+/// Key positions a block of query rows [row0, row0 + rows) attends to:
+/// [0, end).
+int64_t keyEnd(int64_t row0, int64_t rows, int64_t S, bool causal) {
+  return causal ? std::min(S, row0 + rows) : S;
+}
+
+} // namespace
+
+extern "C" {
+
+void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr,
+                          int64_t valueAddr, int64_t maskAddr, int64_t outAddr,
+                          int64_t lseAddr, int64_t B, int64_t H, int64_t L,
+                          int64_t S, int64_t E, int64_t Ev, int64_t maskB,
+                          int64_t maskH, int64_t maskL, double scale,
+                          int64_t causal) {
+  auto *query = reinterpret_cast<const float *>(queryAddr);
+  auto *key = reinterpret_cast<const float *>(keyAddr);
+  auto *value = reinterpret_cast<const float *>(valueAddr);
+  auto *mask = reinterpret_cast<const float *>(maskAddr);
+  auto *out = reinterpret_cast<float *>(outAddr);
+  auto *lse = reinterpret_cast<float *>(lseAddr);
+  std::vector<float> scores(kRows * kCols), acc(kRows * Ev), rowMax(kRows),
+      rowSum(kRows);
+  for (int64_t bh = 0; bh < B * H; ++bh) {
+    int64_t b = bh / H, h = bh % H;
+    const float *q = query + bh * L * E, *k = key + bh * S * E,
+                *v = value + bh * S * Ev;
+    const float *m = mask ? mask + b * maskB + h * maskH : nullptr;
+    for (int64_t row0 = 0; row0 < L; row0 += kRows) {
+      int64_t rows = std::min(kRows, L - row0);
+      std::fill_n(rowMax.begin(), rows, kNegInf);
+      std::fill_n(rowSum.begin(), rows, 0.0f);
+      std::fill_n(acc.begin(), rows * Ev, 0.0f);
+      int64_t end = keyEnd(row0, rows, S, causal);
+      for (int64_t col0 = 0; col0 < end; col0 += kCols) {
+        int64_t cols = std::min(kCols, end - col0);
+        float *s = scores.data();
+        gemm(false, true, rows, cols, E, q + row0 * E, E, k + col0 * E, E,
+             0.0f, s, cols);
+        prepareScores(s, rows, cols, row0, col0, float(scale), m, maskL,
+                      causal);
+        for (int64_t r = 0; r < rows; ++r) {
+          float *row = s + r * cols;
+          float blockMax = *std::max_element(row, row + cols);
+          float newMax = std::max(rowMax[r], blockMax);
+          if (newMax == kNegInf) { // nothing attended yet
+            std::fill_n(row, cols, 0.0f);
+            continue;
+          }
+          expShifted(row, cols, newMax);
+          float sum = 0.0f;
+          for (int64_t c = 0; c < cols; ++c)
+            sum += row[c];
+          if (rowMax[r] != newMax) {
+            float rescale = rowMax[r] == kNegInf
+                                ? 0.0f
+                                : std::exp(rowMax[r] - newMax);
+            rowSum[r] *= rescale;
+            for (int64_t e = 0; e < Ev; ++e)
+              acc[r * Ev + e] *= rescale;
+          }
+          rowSum[r] += sum;
+          rowMax[r] = newMax;
+        }
+        gemm(false, false, rows, Ev, cols, s, cols, v + col0 * Ev, Ev, 1.0f,
+             acc.data(), Ev);
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        float *o = out + (bh * L + row0 + r) * Ev;
+        float inverse = rowSum[r] > 0.0f ? 1.0f / rowSum[r] : 0.0f;
+        for (int64_t e = 0; e < Ev; ++e)
+          o[e] = acc[r * Ev + e] * inverse;
+        lse[bh * L + row0 + r] =
+            rowSum[r] > 0.0f ? rowMax[r] + std::log(rowSum[r]) : kNegInf;
+      }
+    }
+  }
+}
+
+void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr,
+                           int64_t keyAddr, int64_t valueAddr, int64_t outAddr,
+                           int64_t lseAddr, int64_t maskAddr,
+                           int64_t gradQueryAddr, int64_t gradKeyAddr,
+                           int64_t gradValueAddr, int64_t B, int64_t H,
+                           int64_t L, int64_t S, int64_t E, int64_t Ev,
+                           int64_t maskB, int64_t maskH, int64_t maskL,
+                           double scale, int64_t causal) {
+  auto *grad = reinterpret_cast<const float *>(gradAddr);
+  auto *query = reinterpret_cast<const float *>(queryAddr);
+  auto *key = reinterpret_cast<const float *>(keyAddr);
+  auto *value = reinterpret_cast<const float *>(valueAddr);
+  auto *out = reinterpret_cast<const float *>(outAddr);
+  auto *lse = reinterpret_cast<const float *>(lseAddr);
+  auto *mask = reinterpret_cast<const float *>(maskAddr);
+  auto *gradQuery = reinterpret_cast<float *>(gradQueryAddr);
+  auto *gradKey = reinterpret_cast<float *>(gradKeyAddr);
+  auto *gradValue = reinterpret_cast<float *>(gradValueAddr);
+  std::fill_n(gradQuery, B * H * L * E, 0.0f);
+  std::fill_n(gradKey, B * H * S * E, 0.0f);
+  std::fill_n(gradValue, B * H * S * Ev, 0.0f);
+  std::vector<float> probs(kRows * kCols), dprobs(kRows * kCols), delta(L);
+  float fscale = float(scale);
+  for (int64_t bh = 0; bh < B * H; ++bh) {
+    int64_t b = bh / H, h = bh % H;
+    const float *q = query + bh * L * E, *k = key + bh * S * E,
+                *v = value + bh * S * Ev, *g = grad + bh * L * Ev,
+                *o = out + bh * L * Ev, *rowLse = lse + bh * L;
+    const float *m = mask ? mask + b * maskB + h * maskH : nullptr;
+    float *dq = gradQuery + bh * L * E, *dk = gradKey + bh * S * E,
+          *dv = gradValue + bh * S * Ev;
+    // D = rowsum(dO * O).
+    for (int64_t r = 0; r < L; ++r) {
+      float d = 0.0f;
+      for (int64_t e = 0; e < Ev; ++e)
+        d += g[r * Ev + e] * o[r * Ev + e];
+      delta[r] = d;
+    }
+    for (int64_t col0 = 0; col0 < S; col0 += kCols) {
+      int64_t cols = std::min(kCols, S - col0);
+      // Causal: only rows at or after the block's first key attend to it.
+      int64_t first = causal ? col0 / kRows * kRows : 0;
+      for (int64_t row0 = first; row0 < L; row0 += kRows) {
+        int64_t rows = std::min(kRows, L - row0);
+        int64_t end = keyEnd(row0, rows, S, causal);
+        if (col0 >= end)
+          continue;
+        float *p = probs.data(), *dp = dprobs.data();
+        gemm(false, true, rows, cols, E, q + row0 * E, E, k + col0 * E, E,
+             0.0f, p, cols);
+        prepareScores(p, rows, cols, row0, col0, fscale, m, maskL, causal);
+        for (int64_t r = 0; r < rows; ++r) {
+          float *row = p + r * cols;
+          float rowMax = rowLse[row0 + r];
+          if (rowMax == kNegInf)
+            std::fill_n(row, cols, 0.0f);
+          else
+            expShifted(row, cols, rowMax);
+        }
+        // dV += P^T dO; dP = dO V^T.
+        gemm(true, false, cols, Ev, rows, p, cols, g + row0 * Ev, Ev, 1.0f,
+             dv + col0 * Ev, Ev);
+        gemm(false, true, rows, cols, Ev, g + row0 * Ev, Ev, v + col0 * Ev,
+             Ev, 0.0f, dp, cols);
+        // dS = P * (dP - D), in dp.
+        for (int64_t r = 0; r < rows; ++r) {
+          float d = delta[row0 + r];
+          float *ds = dp + r * cols;
+          const float *pr = p + r * cols;
+          for (int64_t c = 0; c < cols; ++c)
+            ds[c] = pr[c] * (ds[c] - d);
+        }
+        // dQ += scale dS K; dK += scale dS^T Q.
+        gemm(false, false, rows, E, cols, dp, cols, k + col0 * E, E, 1.0f,
+             dq + row0 * E, E, fscale);
+        gemm(true, false, cols, E, rows, dp, cols, q + row0 * E, E, 1.0f,
+             dk + col0 * E, E, fscale);
+      }
+    }
+  }
+}
+
+} // extern "C"
