@@ -30,7 +30,9 @@ class Executable:
         self.program = program
         # The step's random stream (api._RandomStream): seed, next offset.
         self.random = random
-        self.lib = ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+        # Local: each step's symbols (forward_backward, outlined loops) stay
+        # its own when a process compiles several steps.
+        self.lib = ctypes.CDLL(str(library), mode=ctypes.RTLD_LOCAL)
         self.entry = getattr(self.lib, ENTRY)
         self.entry.restype = None
         nargs = sum(3 + 2 * len(i.local_shape) for i in traced.inputs)

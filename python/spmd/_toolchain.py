@@ -90,7 +90,10 @@ def _host_triple() -> str:
 # instead of one scalar libm call per element.
 OPT_ARGS = ["-O3", "-mcpu=native", "-vector-library=LIBMVEC"]
 LLC_ARGS = ["-O3", "-mcpu=native", "--relocation-model=pic"]
-LINK_LIBS = ["-lmvec", "-lm"]
+# -Bsymbolic: the program's calls of its own functions bind inside its
+# library, whatever else the process loaded (two steps' `forward_backward`
+# must not resolve to one another's).
+LINK_LIBS = ["-lmvec", "-lm", "-Wl,-Bsymbolic"]
 
 
 def library_path(text: str, passes: str) -> Path:

@@ -586,3 +586,91 @@ func.func @local_slice_c2(%x: tensor<6x3xf32>) -> tensor<2x3xf32> {
   %0 = spmd.local_slice %x on @m axes = [0] dim = 0 : tensor<6x3xf32> -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @attention_c1_heads(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>) {
+  // expected-error @+1 {{'spmd.attention' op query, key and value need the same batch and head dimensions (B x H x ...), got 'tensor<2x4x8x16xf32>', 'tensor<2x2x8x16xf32>', 'tensor<2x2x8x16xf32>'}}
+  %o, %l = spmd.attention %q, %k, %k {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c1_length(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x6x16xf32>) {
+  // expected-error @+1 {{'spmd.attention' op key and value need the same sequence length, got 'tensor<2x4x8x16xf32>' and 'tensor<2x4x6x16xf32>'}}
+  %o, %l = spmd.attention %q, %k, %v {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c1_head_size(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x8xf32>) {
+  // expected-error @+1 {{'spmd.attention' op query and key need the same head size, got 'tensor<2x4x8x16xf32>' and 'tensor<2x4x8x8xf32>'}}
+  %o, %l = spmd.attention %q, %k, %k {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c2_out(%q: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x4xf32>) {
+  // expected-error @+1 {{'spmd.attention' op output should be B x H x L x Ev (2x4x8x4), got 'tensor<2x4x8x16xf32>'}}
+  %o, %l = spmd.attention %q, %q, %v {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c2_lse(%q: tensor<2x4x8x16xf32>) {
+  // expected-error @+1 {{'spmd.attention' op log-sum-exp should be B x H x L, got 'tensor<2x4x16xf32>'}}
+  %o, %l = spmd.attention %q, %q, %q {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c3_causal(%q: tensor<2x4x8x16xf32>, %m: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{'spmd.attention' op takes a mask or `causal`, not both}}
+  %o, %l = spmd.attention %q, %q, %q mask %m {causal, scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<1x1x8x8xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c3_broadcast(%q: tensor<2x4x8x16xf32>, %m: tensor<1x2x8x8xf32>) {
+  // expected-error @+1 {{'spmd.attention' op mask dimension 1 should be 1 or 4, got 2}}
+  %o, %l = spmd.attention %q, %q, %q mask %m {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<1x2x8x8xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c3_keys(%q: tensor<2x4x8x16xf32>, %m: tensor<1x1x8x6xf32>) {
+  // expected-error @+1 {{'spmd.attention' op mask's last dimension should be the key length 8, got 6}}
+  %o, %l = spmd.attention %q, %q, %q mask %m {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<1x1x8x6xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c4(%q: tensor<2x4x8x16xf32>) {
+  // expected-error @+1 {{'spmd.attention' op scale must be finite, got INF}}
+  %o, %l = spmd.attention %q, %q, %q {scale = 0x7FF0000000000000 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_c1(%q: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x4xf32>, %o: tensor<2x4x8x4xf32>, %l: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'spmd.attention_grad' op grad should have the type of out, 'tensor<2x4x8x4xf32>', got 'tensor<2x4x8x16xf32>'}}
+  %dq, %dk, %dv = spmd.attention_grad %q, %q, %q, %v, %o, %l {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rank(%q: tensor<4x8x16xf32>) {
+  // expected-error @+1 {{'spmd.attention' op operand #0 must be 4D tensor of 32-bit float values, but got 'tensor<4x8x16xf32>'}}
+  %o, %l = "spmd.attention"(%q, %q, %q) <{scale = 0.25 : f64}> : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>)
+  return
+}

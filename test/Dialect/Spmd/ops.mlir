@@ -164,3 +164,17 @@ func.func @state() {
   %b = spmd.load @"bn.running mean" : tensor<8xf32>
   return
 }
+
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x64x32xf32>, %[[K:.*]]: tensor<2x4x48x32xf32>, %[[V:.*]]: tensor<2x4x48x16xf32>, %[[M:.*]]: tensor<2x1x1x48xf32>, %[[G:.*]]: tensor<2x4x64x16xf32>)
+func.func @attention(%q: tensor<2x4x64x32xf32>, %k: tensor<2x4x48x32xf32>, %v: tensor<2x4x48x16xf32>, %m: tensor<2x1x1x48xf32>, %g: tensor<2x4x64x16xf32>) {
+  // CHECK: %[[O:.*]], %[[L:.*]] = spmd.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 1.250000e-01 : f64} : tensor<2x4x64x32xf32>, tensor<2x4x48x32xf32>, tensor<2x4x48x16xf32> -> tensor<2x4x64x16xf32>, tensor<2x4x64xf32>
+  %o, %l = spmd.attention %q, %k, %v {causal, scale = 0.125 : f64} : tensor<2x4x64x32xf32>, tensor<2x4x48x32xf32>, tensor<2x4x48x16xf32> -> tensor<2x4x64x16xf32>, tensor<2x4x64xf32>
+  // CHECK: spmd.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] {scale = 5.000000e-01 : f64} : tensor<2x4x64x32xf32>, tensor<2x4x48x32xf32>, tensor<2x4x48x16xf32>, tensor<2x1x1x48xf32> -> tensor<2x4x64x16xf32>, tensor<2x4x64xf32>
+  %p, %pl = spmd.attention %q, %k, %v mask %m {scale = 0.5 : f64} : tensor<2x4x64x32xf32>, tensor<2x4x48x32xf32>, tensor<2x4x48x16xf32>, tensor<2x1x1x48xf32> -> tensor<2x4x64x16xf32>, tensor<2x4x64xf32>
+  // CHECK: spmd.attention_grad %[[G]], %[[Q]], %[[K]], %[[V]], %[[O]], %[[L]] {causal, scale = 1.250000e-01 : f64} : tensor<2x4x64x16xf32>, tensor<2x4x64x32xf32>, tensor<2x4x48x32xf32>, tensor<2x4x48x16xf32>, tensor<2x4x64x16xf32>, tensor<2x4x64xf32>
+  %dq, %dk, %dv = spmd.attention_grad %g, %q, %k, %v, %o, %l {causal, scale = 0.125 : f64} : tensor<2x4x64x16xf32>, tensor<2x4x64x32xf32>, tensor<2x4x48x32xf32>, tensor<2x4x48x16xf32>, tensor<2x4x64x16xf32>, tensor<2x4x64xf32>
+  // CHECK: spmd.attention_grad %[[G]], %[[Q]], %[[K]], %[[V]], %{{.*}}, %{{.*}} mask %[[M]] {scale = 5.000000e-01 : f64} : {{.*}}, tensor<2x1x1x48xf32>
+  %mq, %mk, %mv = spmd.attention_grad %g, %q, %k, %v, %p, %pl mask %m {scale = 0.5 : f64} : tensor<2x4x64x16xf32>, tensor<2x4x64x32xf32>, tensor<2x4x48x32xf32>, tensor<2x4x48x16xf32>, tensor<2x4x64x16xf32>, tensor<2x4x64xf32>, tensor<2x1x1x48xf32>
+  return
+}

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -14,7 +15,23 @@ using namespace mlir::spmd;
 #define GET_TYPEDEF_CLASSES
 #include "Spmd/Dialect/Spmd/IR/SpmdTypes.cpp.inc"
 
+namespace {
+
+/// Every spmd op may be inlined: none has regions, and what they refer to
+/// (meshes, states) are module symbols, the same in caller and callee. The
+/// bridge's traced step is a callee that `inline` folds into the wrapper
+/// (with spmd.attention in it, among others).
+struct SpmdInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+
+} // namespace
+
 void SpmdDialect::initialize() {
+  addInterfaces<SpmdInlinerInterface>();
   registerAttributes();
   addTypes<
 #define GET_TYPEDEF_LIST
