@@ -39,16 +39,24 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 /// reduction by ln 2 in two parts, a degree-5 polynomial, the exponent
 /// put in by bits): within 2 ulp of expf on [-87, 0]; 0 below (and for
 /// -inf). The inputs are scores minus their row maximum, never positive.
+/// Branch-free, so that -O3 vectorizes it for the widest unit the CPU has.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#define SPMD_VECTOR_CLONES                                                     \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SPMD_VECTOR_CLONES
 #endif
+
+SPMD_VECTOR_CLONES
 void expShifted(float *__restrict p, int64_t n, float shift) {
   for (int64_t i = 0; i < n; ++i) {
     float x = p[i] - shift;
-    bool underflow = !(x >= -87.0f); // also NaN-free for -inf - finite
-    x = underflow ? -87.0f : x;
-    float fx = std::floor(x * 1.44269504088896341f + 0.5f);
-    float r = x - fx * 0.693359375f;
+    float clamped = x < -87.0f ? -87.0f : x;
+    // floor(x log2(e) + 1/2) by truncating a positive number (what SSE2
+    // vectorizes, unlike floor).
+    int32_t n = static_cast<int32_t>(clamped * 1.44269504088896341f + 128.5f);
+    float fx = static_cast<float>(n - 128);
+    float r = clamped - fx * 0.693359375f;
     r = r - fx * -2.12194440e-4f;
     float z = r * r;
     float y = 1.9875691500e-4f;
@@ -58,18 +66,68 @@ void expShifted(float *__restrict p, int64_t n, float shift) {
     y = y * r + 1.6666665459e-1f;
     y = y * r + 5.0000001201e-1f;
     y = y * z + r + 1.0f;
-    int32_t bits = (static_cast<int32_t>(fx) + 127) << 23;
+    int32_t bits = (n - 128 + 127) << 23;
     float scale;
     std::memcpy(&scale, &bits, sizeof(scale));
-    p[i] = underflow ? 0.0f : y * scale;
+    p[i] = x < -87.0f ? 0.0f : y * scale;
   }
+}
+
+/// Sixteen partial results, combined at the end: a reduction the compiler
+/// vectorizes without reassociating on its own.
+constexpr int kLanes = 16;
+
+SPMD_VECTOR_CLONES
+float maxOf(const float *__restrict p, int64_t n) {
+  float lanes[kLanes];
+  std::fill_n(lanes, kLanes, kNegInf);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] = lanes[l] < p[i + l] ? p[i + l] : lanes[l];
+  float m = kNegInf;
+  for (; i < n; ++i)
+    m = std::max(m, p[i]);
+  for (float l : lanes)
+    m = std::max(m, l);
+  return m;
+}
+
+SPMD_VECTOR_CLONES
+float sumOf(const float *__restrict p, int64_t n) {
+  float lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] += p[i + l];
+  float s = 0.0f;
+  for (; i < n; ++i)
+    s += p[i];
+  for (float l : lanes)
+    s += l;
+  return s;
+}
+
+SPMD_VECTOR_CLONES
+float dotOf(const float *__restrict a, const float *__restrict b, int64_t n) {
+  float lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] += a[i + l] * b[i + l];
+  float s = 0.0f;
+  for (; i < n; ++i)
+    s += a[i] * b[i];
+  for (float l : lanes)
+    s += l;
+  return s;
 }
 
 /// Scales a block of raw scores and adds the mask (or the causal mask) in
 /// place; returns nothing, masked positions become -inf.
 void prepareScores(float *s, int64_t rows, int64_t cols, int64_t row0,
-                   int64_t col0, float scale, const float *mask,
-                   int64_t maskL, bool causal) {
+                   int64_t col0, float scale, const float *mask, int64_t maskL,
+                   bool causal) {
   for (int64_t r = 0; r < rows; ++r) {
     float *row = s + r * cols;
     for (int64_t c = 0; c < cols; ++c)
@@ -80,8 +138,7 @@ void prepareScores(float *s, int64_t rows, int64_t cols, int64_t row0,
         row[c] += m[c];
     }
     if (causal)
-      for (int64_t c = std::max<int64_t>(0, row0 + r + 1 - col0); c < cols;
-           ++c)
+      for (int64_t c = std::max<int64_t>(0, row0 + r + 1 - col0); c < cols; ++c)
         row[c] = kNegInf;
   }
 }
@@ -104,12 +161,11 @@ int64_t keyEnd(int64_t row0, int64_t rows, int64_t S, bool causal) {
 
 extern "C" {
 
-void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr,
-                          int64_t valueAddr, int64_t maskAddr, int64_t outAddr,
-                          int64_t lseAddr, int64_t B, int64_t H, int64_t L,
-                          int64_t S, int64_t E, int64_t Ev, int64_t maskB,
-                          int64_t maskH, int64_t maskL, double scale,
-                          int64_t causal) {
+void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr, int64_t valueAddr,
+                          int64_t maskAddr, int64_t outAddr, int64_t lseAddr,
+                          int64_t B, int64_t H, int64_t L, int64_t S, int64_t E,
+                          int64_t Ev, int64_t maskB, int64_t maskH,
+                          int64_t maskL, double scale, int64_t causal) {
   auto *query = reinterpret_cast<const float *>(queryAddr);
   auto *key = reinterpret_cast<const float *>(keyAddr);
   auto *value = reinterpret_cast<const float *>(valueAddr);
@@ -132,26 +188,23 @@ void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr,
       for (int64_t col0 = 0; col0 < end; col0 += kCols) {
         int64_t cols = std::min(kCols, end - col0);
         float *s = scores.data();
-        gemm(false, true, rows, cols, E, q + row0 * E, E, k + col0 * E, E,
-             0.0f, s, cols);
+        gemm(false, true, rows, cols, E, q + row0 * E, E, k + col0 * E, E, 0.0f,
+             s, cols);
         prepareScores(s, rows, cols, row0, col0, float(scale), m, maskL,
                       causal);
         for (int64_t r = 0; r < rows; ++r) {
           float *row = s + r * cols;
-          float blockMax = *std::max_element(row, row + cols);
+          float blockMax = maxOf(row, cols);
           float newMax = std::max(rowMax[r], blockMax);
           if (newMax == kNegInf) { // nothing attended yet
             std::fill_n(row, cols, 0.0f);
             continue;
           }
           expShifted(row, cols, newMax);
-          float sum = 0.0f;
-          for (int64_t c = 0; c < cols; ++c)
-            sum += row[c];
+          float sum = sumOf(row, cols);
           if (rowMax[r] != newMax) {
-            float rescale = rowMax[r] == kNegInf
-                                ? 0.0f
-                                : std::exp(rowMax[r] - newMax);
+            float rescale =
+                rowMax[r] == kNegInf ? 0.0f : std::exp(rowMax[r] - newMax);
             rowSum[r] *= rescale;
             for (int64_t e = 0; e < Ev; ++e)
               acc[r * Ev + e] *= rescale;
@@ -174,14 +227,13 @@ void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr,
   }
 }
 
-void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr,
-                           int64_t keyAddr, int64_t valueAddr, int64_t outAddr,
-                           int64_t lseAddr, int64_t maskAddr,
-                           int64_t gradQueryAddr, int64_t gradKeyAddr,
-                           int64_t gradValueAddr, int64_t B, int64_t H,
-                           int64_t L, int64_t S, int64_t E, int64_t Ev,
-                           int64_t maskB, int64_t maskH, int64_t maskL,
-                           double scale, int64_t causal) {
+void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr, int64_t keyAddr,
+                           int64_t valueAddr, int64_t outAddr, int64_t lseAddr,
+                           int64_t maskAddr, int64_t gradQueryAddr,
+                           int64_t gradKeyAddr, int64_t gradValueAddr,
+                           int64_t B, int64_t H, int64_t L, int64_t S,
+                           int64_t E, int64_t Ev, int64_t maskB, int64_t maskH,
+                           int64_t maskL, double scale, int64_t causal) {
   auto *grad = reinterpret_cast<const float *>(gradAddr);
   auto *query = reinterpret_cast<const float *>(queryAddr);
   auto *key = reinterpret_cast<const float *>(keyAddr);
@@ -206,12 +258,8 @@ void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr,
     float *dq = gradQuery + bh * L * E, *dk = gradKey + bh * S * E,
           *dv = gradValue + bh * S * Ev;
     // D = rowsum(dO * O).
-    for (int64_t r = 0; r < L; ++r) {
-      float d = 0.0f;
-      for (int64_t e = 0; e < Ev; ++e)
-        d += g[r * Ev + e] * o[r * Ev + e];
-      delta[r] = d;
-    }
+    for (int64_t r = 0; r < L; ++r)
+      delta[r] = dotOf(g + r * Ev, o + r * Ev, Ev);
     for (int64_t col0 = 0; col0 < S; col0 += kCols) {
       int64_t cols = std::min(kCols, S - col0);
       // Causal: only rows at or after the block's first key attend to it.
@@ -222,8 +270,8 @@ void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr,
         if (col0 >= end)
           continue;
         float *p = probs.data(), *dp = dprobs.data();
-        gemm(false, true, rows, cols, E, q + row0 * E, E, k + col0 * E, E,
-             0.0f, p, cols);
+        gemm(false, true, rows, cols, E, q + row0 * E, E, k + col0 * E, E, 0.0f,
+             p, cols);
         prepareScores(p, rows, cols, row0, col0, fscale, m, maskL, causal);
         for (int64_t r = 0; r < rows; ++r) {
           float *row = p + r * cols;
@@ -236,8 +284,8 @@ void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr,
         // dV += P^T dO; dP = dO V^T.
         gemm(true, false, cols, Ev, rows, p, cols, g + row0 * Ev, Ev, 1.0f,
              dv + col0 * Ev, Ev);
-        gemm(false, true, rows, cols, Ev, g + row0 * Ev, Ev, v + col0 * Ev,
-             Ev, 0.0f, dp, cols);
+        gemm(false, true, rows, cols, Ev, g + row0 * Ev, Ev, v + col0 * Ev, Ev,
+             0.0f, dp, cols);
         // dS = P * (dP - D), in dp.
         for (int64_t r = 0; r < rows; ++r) {
           float d = delta[row0 + r];

@@ -38,6 +38,8 @@ struct HostCache {
   bool enabled = true;
   size_t limit = size_t(4096) << 20;
   size_t cachedBytes = 0;
+  /// Bytes handed out and not yet freed, and their high-water mark.
+  size_t liveBytes = 0, peakBytes = 0;
   /// Blocks handed out or cached, by address.
   std::unordered_map<void *, Block> blocks;
   /// Free blocks by (size, alignment).
@@ -71,14 +73,22 @@ struct HostCache {
           void *p = it->second.back();
           it->second.pop_back();
           cachedBytes -= size;
+          handOut(size);
           return p;
         }
       }
     }
     void *p = std::aligned_alloc(alignment, size);
-    if (p && enabled)
+    if (p) {
       blocks[p] = Block{size, alignment};
+      handOut(size);
+    }
     return p;
+  }
+
+  void handOut(size_t size) {
+    liveBytes += size;
+    peakBytes = std::max(peakBytes, liveBytes);
   }
 
   void release(void *p) {
@@ -87,12 +97,13 @@ struct HostCache {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = blocks.find(p);
     if (it == blocks.end()) {
-      std::free(p); // allocated with the cache off
+      std::free(p); // not ours
       return;
     }
     Block block = it->second;
+    liveBytes -= block.size;
     auto *lists = freeLists(block.alignment);
-    if (!lists || cachedBytes + block.size > limit) {
+    if (!enabled || !lists || cachedBytes + block.size > limit) {
       blocks.erase(it);
       std::free(p);
       return;
@@ -121,5 +132,18 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
 }
 
 void _mlir_memref_to_llvm_free(void *ptr) { hostCache().release(ptr); }
+
+void spmdHostMemory(int64_t *live, int64_t *peak) {
+  HostCache &cache = hostCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  *live = int64_t(cache.liveBytes);
+  *peak = int64_t(cache.peakBytes);
+}
+
+void spmdHostMemoryResetPeak() {
+  HostCache &cache = hostCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.peakBytes = cache.liveBytes;
+}
 
 } // extern "C"

@@ -23,10 +23,12 @@ from ._explain import Explanation, explain
 from .placement import Placement, Replicate, Shard, override_placement
 from ._errors import UnsupportedError
 from ._toolchain import CompileError
-from ._runtime import rank, world_size
+from ._runtime import (memory_stats, rank, reset_peak_memory_stats,
+                       world_size)
 
 __all__ = [
     "compile", "Override", "DataParallel", "run_passes", "Placement",
     "Replicate", "Shard", "override_placement", "UnsupportedError",
     "CompileError", "rank", "world_size", "explain", "Explanation",
+    "memory_stats", "reset_peak_memory_stats",
 ]

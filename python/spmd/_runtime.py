@@ -75,6 +75,10 @@ def runtime():
     lib.spmdBackendName.restype = ctypes.c_char_p
     lib.spmdSetSgemm.argtypes = [ctypes.c_int64]
     lib.spmdSetSgemm.restype = None
+    lib.spmdHostMemory.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
+    lib.spmdHostMemory.restype = None
+    lib.spmdHostMemoryResetPeak.argtypes = []
+    lib.spmdHostMemoryResetPeak.restype = None
     sgemm = torch_sgemm()
     if sgemm:
         lib.spmdSetSgemm(sgemm)
@@ -230,6 +234,20 @@ def bind(name: str, shape, dtype: torch.dtype, code: int) -> torch.Tensor:
         return torch.empty(shape, dtype=dtype)
     raw = (ctypes.c_char * nbytes).from_address(address)
     return torch.frombuffer(raw, dtype=dtype, count=count).view(shape)
+
+
+def memory_stats() -> dict:
+    """The buffers compiled programs allocate on this rank (their state
+    aside): bytes in use now and at most since the last
+    reset_peak_memory_stats() (or the start)."""
+    live, peak = ctypes.c_int64(), ctypes.c_int64()
+    runtime().spmdHostMemory(ctypes.byref(live), ctypes.byref(peak))
+    return {"live_bytes": live.value, "peak_bytes": peak.value}
+
+
+def reset_peak_memory_stats():
+    """Starts memory_stats()'s peak from the bytes in use now."""
+    runtime().spmdHostMemoryResetPeak()
 
 
 def broadcast_(tensor: torch.Tensor, code: int):

@@ -15,7 +15,7 @@ import ctypes
 import re
 import sys
 
-C_TYPES = {"int64_t": "i64", "int32_t": "i32", "void": None}
+C_TYPES = {"int64_t": "i64", "int32_t": "i32", "double": "f64", "void": None}
 
 
 def c_type(text):
@@ -82,7 +82,8 @@ def ctypes_type(t):
     if t in (ctypes.c_int32, ctypes.c_int):
         return "i32"
     if t in (ctypes.c_char_p, ctypes.c_void_p) or \
-            getattr(t, "_flags_", 0) & ctypes._FUNCFLAG_CDECL:
+            getattr(t, "_flags_", 0) & ctypes._FUNCFLAG_CDECL or \
+            (isinstance(t, type) and issubclass(t, ctypes._Pointer)):
         return "ptr"
     return repr(t)
 

@@ -196,6 +196,10 @@ void spmdAttentionBackward(int64_t grad, int64_t query, int64_t key,
 void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
+/* Bytes of those buffers in use now and at most since the last reset (or
+ * the start): a program's peak memory besides its state. */
+void spmdHostMemory(int64_t *live, int64_t *peak);
+void spmdHostMemoryResetPeak(void);
 
 #ifdef __cplusplus
 }

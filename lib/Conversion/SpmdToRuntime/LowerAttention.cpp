@@ -88,9 +88,10 @@ Value AttentionLowering::dim(Value memref, int64_t d, Location loc) {
   return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
 }
 
-FailureOr<SmallVector<Value>>
-AttentionLowering::sizes(Operation *op, Value q, Value k, Value v, Value mask,
-                         Location loc) {
+FailureOr<SmallVector<Value>> AttentionLowering::sizes(Operation *op, Value q,
+                                                       Value k, Value v,
+                                                       Value mask,
+                                                       Location loc) {
   SmallVector<Value> sizes = {dim(q, 0, loc), dim(q, 1, loc), dim(q, 2, loc),
                               dim(k, 2, loc), dim(q, 3, loc), dim(v, 3, loc)};
   if (!mask) {
@@ -132,8 +133,7 @@ LogicalResult AttentionLowering::lower(AttentionOp op) {
   FailureOr<SmallVector<Value>> shape = sizes(op, q, k, v, mask, loc);
   if (failed(shape))
     return failure();
-  SmallVector<Value> args = {address(q, loc), address(k, loc),
-                             address(v, loc),
+  SmallVector<Value> args = {address(q, loc), address(k, loc), address(v, loc),
                              mask ? address(mask, loc) : i64(0, loc)};
   // out is B x H x L x Ev: B, H, L from the query.
   if (op.getOut().getType().isDynamicDim(3))
@@ -141,8 +141,8 @@ LogicalResult AttentionLowering::lower(AttentionOp op) {
   Value out = output(op.getOut().getType(), q, args, loc);
   Value lse = output(op.getLse().getType(), q, args, loc);
   args.append(*shape);
-  args.push_back(arith::ConstantFloatOp::create(b, loc, b.getF64Type(),
-                                                op.getScale()));
+  args.push_back(
+      arith::ConstantFloatOp::create(b, loc, b.getF64Type(), op.getScale()));
   args.push_back(i64(op.getCausal(), loc));
   call("spmdAttentionForward", args, loc);
   op.getOut().replaceAllUsesWith(result(out, op.getOut().getType(), loc));
@@ -161,17 +161,20 @@ LogicalResult AttentionLowering::lower(AttentionGradOp op) {
   FailureOr<SmallVector<Value>> shape = sizes(op, q, k, v, mask, loc);
   if (failed(shape))
     return failure();
-  SmallVector<Value> args = {address(grad, loc), address(q, loc),
-                             address(k, loc),    address(v, loc),
-                             address(out, loc),  address(lse, loc),
+  SmallVector<Value> args = {address(grad, loc),
+                             address(q, loc),
+                             address(k, loc),
+                             address(v, loc),
+                             address(out, loc),
+                             address(lse, loc),
                              mask ? address(mask, loc) : i64(0, loc)};
   SmallVector<Value> grads;
   for (auto [r, like] : llvm::zip(op->getResults(), ValueRange{q, k, v}))
     grads.push_back(
         output(cast<RankedTensorType>(r.getType()), like, args, loc));
   args.append(*shape);
-  args.push_back(arith::ConstantFloatOp::create(b, loc, b.getF64Type(),
-                                                op.getScale()));
+  args.push_back(
+      arith::ConstantFloatOp::create(b, loc, b.getF64Type(), op.getScale()));
   args.push_back(i64(op.getCausal(), loc));
   call("spmdAttentionBackward", args, loc);
   for (auto [r, buffer] : llvm::zip(op->getResults(), grads))
@@ -190,9 +193,9 @@ struct SpmdLowerAttentionPass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
-      LogicalResult status =
-          isa<AttentionOp>(op) ? lowering.lower(cast<AttentionOp>(op))
-                               : lowering.lower(cast<AttentionGradOp>(op));
+      LogicalResult status = isa<AttentionOp>(op)
+                                 ? lowering.lower(cast<AttentionOp>(op))
+                                 : lowering.lower(cast<AttentionGradOp>(op));
       if (failed(status))
         return signalPassFailure();
     }

@@ -1194,12 +1194,10 @@ LogicalResult LocalSliceOp::verifySymbolUses(SymbolTableCollection &table) {
 
 /// The constraints spmd.attention and spmd.attention_grad share, given the
 /// forward's operands and the types of its results.
-static LogicalResult verifyAttention(Operation *op, RankedTensorType query,
-                                     RankedTensorType key,
-                                     RankedTensorType value, Value mask,
-                                     double scale, bool causal,
-                                     RankedTensorType out,
-                                     RankedTensorType lse) {
+static LogicalResult
+verifyAttention(Operation *op, RankedTensorType query, RankedTensorType key,
+                RankedTensorType value, Value mask, double scale, bool causal,
+                RankedTensorType out, RankedTensorType lse) {
   auto dims = [](RankedTensorType t) { return t.getShape(); };
   ArrayRef<int64_t> q = dims(query), k = dims(key), v = dims(value);
   // attention_c1
