@@ -219,6 +219,9 @@ template <typename Fn> void withType(int32_t dtype, Fn &&fn) {
   case SPMD_F16:
     fn(uint16_t()); // moved, never reduced (the runtime widens first)
     return;
+  case SPMD_BOOL:
+    fn(uint8_t());
+    return;
   default:
     fn(float());
   }

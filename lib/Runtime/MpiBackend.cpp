@@ -60,6 +60,8 @@ MPI_Datatype mpiType(int32_t dtype) {
   case SPMD_BF16:
   case SPMD_F16:
     return MPI_UINT16_T; // moved, never reduced (the runtime widens first)
+  case SPMD_BOOL:
+    return MPI_UINT8_T;
   default:
     return MPI_FLOAT;
   }

@@ -134,7 +134,7 @@ void ensureInit() {
 
 void checkType(int32_t dtype, const char *call) {
   ensureInit(); // so that the error names this rank
-  if (dtype < SPMD_F32 || dtype > SPMD_F16)
+  if (dtype < SPMD_F32 || dtype > SPMD_BOOL)
     fail(call, "unknown element type code %d", dtype);
 }
 
@@ -284,6 +284,8 @@ bool wantGloo() {
 
 namespace spmd::runtime {
 size_t elementSize(int32_t dtype) {
+  if (dtype == SPMD_BOOL)
+    return 1;
   if (dtype == SPMD_BF16 || dtype == SPMD_F16)
     return 2;
   return dtype == SPMD_F64 || dtype == SPMD_I64 ? 8 : 4;

@@ -32,7 +32,7 @@ _ELEMENT = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64",
             torch.int32: "i32", torch.bool: "i1"}
 # SpmdDType codes of the runtime.
 DTYPE_CODE = {torch.float32: 0, torch.float64: 1, torch.int32: 2,
-              torch.int64: 3}
+              torch.int64: 3, torch.bool: 6}
 
 ENTRY = "train_step"
 CALLEE = "forward_backward"

@@ -248,6 +248,21 @@ class _OptimizerCapture:
         return False
 
 
+@contextlib.contextmanager
+def _compiling():
+    """torch.compiler.is_compiling() is True while the step is traced, as
+    under torch.export's non-strict tracing (also make_fx): libraries then
+    take their traceable paths instead of data-dependent checks (Hugging
+    Face's `torch.all(mask == 1)` shortcut for attention masks, its padding
+    warning)."""
+    saved = torch.compiler._is_compiling_flag
+    torch.compiler._is_compiling_flag = True
+    try:
+        yield
+    finally:
+        torch.compiler._is_compiling_flag = saved
+
+
 def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     leaves, spec = pytree.tree_flatten((args, kwargs))
     model, optimizer = _find_model_and_optimizer(leaves)
@@ -367,7 +382,7 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     buffers = [named_buffers[n].detach().clone() for n in buffer_names]
     rng = torch.zeros(2, dtype=torch.int64)
     try:
-        with torch.enable_grad(), _stack_traces_from_step():
+        with torch.enable_grad(), _stack_traces_from_step(), _compiling():
             graph = make_fx(step, decomposition_table=decomposition_table(),
                             tracing_mode="fake", record_stack_traces=True)(
                 params, buffers, [fake_input(i) for i in inputs], rng)

@@ -46,7 +46,10 @@ enum SpmdDType {
   SPMD_I32 = 2,
   SPMD_I64 = 3,
   SPMD_BF16 = 4,
-  SPMD_F16 = 5
+  SPMD_F16 = 5,
+  /* torch.bool / i1: one byte per element, 0 or 1 (states such as a causal
+   * mask buffer; moved as bytes; max / min / prod reduce as or / and). */
+  SPMD_BOOL = 6
 };
 enum SpmdReduction {
   SPMD_SUM = 0,

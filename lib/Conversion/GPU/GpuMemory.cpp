@@ -115,7 +115,9 @@ FailureOr<Value> stateBuffer(OpBuilder &b, memref::GetGlobalOp get,
         /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
         mb.getStringAttr(text));
   }
-  int64_t bytes = type.getNumElements() * (element.getIntOrFloatBitWidth() / 8);
+  // i1 is a byte in memory, as torch.bool.
+  int64_t bytes =
+      type.getNumElements() * ((element.getIntOrFloatBitWidth() + 7) / 8);
   Value name = LLVM::AddressOfOp::create(b, loc, ptrType, symbol);
   Value size = arith::ConstantIntOp::create(b, loc, bytes, 64);
   Value dtype = arith::ConstantIntOp::create(b, loc, code, 32);

@@ -128,6 +128,8 @@ FailureOr<int32_t> RuntimeLowering::dtype(Operation *op, Type element) {
     return SPMD_BF16;
   if (element.isF16())
     return SPMD_F16;
+  if (element.isInteger(1))
+    return SPMD_BOOL;
   return op->emitOpError() << "the CPU runtime does not support element type "
                            << element;
 }
@@ -520,8 +522,9 @@ LogicalResult RuntimeLowering::registerStates(ArrayRef<StateOp> states) {
     Value buffer = memref::GetGlobalOp::create(
         b, loc, MemRefType::get(type.getShape(), type.getElementType()),
         state.getSymName());
+    // i1 is a byte in memory, as torch.bool.
     int64_t bytes = type.getNumElements() *
-                    (type.getElementType().getIntOrFloatBitWidth() / 8);
+                    ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
     call("spmdStateRegister",
          {name, address(buffer, loc), i64(bytes, loc), i32(*code, loc)}, {},
          loc);

@@ -304,11 +304,15 @@ ncclDataType_t ncclType(int32_t dtype) {
     return ncclBfloat16;
   case SPMD_F16:
     return ncclFloat16;
+  case SPMD_BOOL:
+    return ncclUint8;
   }
   spmd::gpu::fail("collective", "unknown element type code");
 }
 
 size_t typeBytes(int32_t dtype) {
+  if (dtype == SPMD_BOOL)
+    return 1;
   if (dtype == SPMD_BF16 || dtype == SPMD_F16)
     return 2;
   return dtype == SPMD_F64 || dtype == SPMD_I64 ? 8 : 4;

@@ -81,12 +81,16 @@ MPI_Datatype mpiType(ncclDataType_t t) {
   case ncclBfloat16:
   case ncclFloat16:
     return MPI_UINT16_T; // moved; reductions widen to float first
+  case ncclUint8:
+    return MPI_UINT8_T;
   default:
     spmd::emu::fail("NCCL: element type not emulated");
   }
 }
 
 size_t typeBytes(ncclDataType_t t) {
+  if (t == ncclUint8)
+    return 1;
   if (t == ncclBfloat16 || t == ncclFloat16)
     return 2;
   return t == ncclFloat64 || t == ncclInt64 ? 8 : 4;
