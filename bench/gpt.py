@@ -14,10 +14,13 @@ and the ratios spmd / DDP and spmd / eager. The floor is the step's matmul
 FLOPs per rank at this core's measured sgemm rate.
 
     python3 bench/gpt.py [--config small|large|both] [--steps 20]
+                         [--attention sdpa|manual]
 
 Configurations: small = 4 layers, 4 heads, d=128, block 64, vocabulary 65,
 tied head, AdamW, global batch 16 (8 rows per rank); large = 6 layers,
-8 heads, d=256, block 128, same vocabulary and batch.
+8 heads, d=256, block 128, same vocabulary and batch. Attention is
+F.scaled_dot_product_attention(is_causal=True) as nanoGPT calls it (compiled:
+spmd.attention), or with --attention manual the matmul + masked softmax form.
 """
 
 import argparse
@@ -43,6 +46,7 @@ def build_model(cfg):
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+    SDPA = os.environ.get("GPT_ATTENTION", "sdpa") == "sdpa"
 
     class Block(nn.Module):
         def __init__(self, d, h, T):
@@ -63,10 +67,15 @@ def build_model(cfg):
             q = q.view(B, T, self.h, C // self.h).transpose(1, 2)
             k = k.view(B, T, self.h, C // self.h).transpose(1, 2)
             v = v.view(B, T, self.h, C // self.h).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-            att = att.masked_fill(self.mask[:, :, :T, :T] == 0,
-                                  float("-inf")).softmax(-1)
-            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            if SDPA:  # nanoGPT's `flash` path (torch >= 2.0)
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                att = (q @ k.transpose(-2, -1)) * (
+                    1.0 / math.sqrt(k.size(-1)))
+                att = att.masked_fill(self.mask[:, :, :T, :T] == 0,
+                                      float("-inf")).softmax(-1)
+                y = att @ v
+            y = y.transpose(1, 2).contiguous().view(B, T, C)
             x = x + self.proj(y)
             return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
 
@@ -201,7 +210,8 @@ def report(config, cfg, runs, gflops):
     print(f"\n## {config}: {cfg['layers']} layers, {cfg['heads']} heads, "
           f"d={cfg['dim']}, block {cfg['block']}, vocabulary {cfg['vocab']}, "
           f"tied head, AdamW, global batch {cfg['batch']} "
-          f"({cfg['batch'] // 2} rows per rank), 2 ranks, 1 thread each")
+          f"({cfg['batch'] // 2} rows per rank), 2 ranks, 1 thread each, "
+          f"attention {os.environ.get('GPT_ATTENTION', 'sdpa')}")
     rows = [("spmd.compile (2 ranks)", spmd), ("DDP gloo (2 ranks)", ddp),
             ("eager, 1 process, whole batch", eager)]
     if tc:
@@ -237,6 +247,11 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--skip-torch-compile", action="store_true")
+    ap.add_argument("--attention", choices=["sdpa", "manual"],
+                    default="sdpa",
+                    help="F.scaled_dot_product_attention(is_causal=True), as "
+                    "nanoGPT on torch 2 (spmd.attention when compiled), or "
+                    "written out as matmul + masked softmax + matmul")
     ap.add_argument("--worker")
     ap.add_argument("--out")
     args = ap.parse_args()
@@ -252,7 +267,8 @@ def main():
                    OPENBLAS_NUM_THREADS="1", MASTER_ADDR="127.0.0.1",
                    MASTER_PORT="29531",
                    SPMD_COMPILE_CACHE=os.path.join(tmp, "cache"),
-                   TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "inductor"))
+                   TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "inductor"),
+                   GPT_ATTENTION=args.attention)
         for config in configs:
             runs = {}
             runs["spmd"] = launch("spmd", config, args, tmp, env, 2)

@@ -315,7 +315,8 @@ def SpmdLowerAttentionPass : Pass<"spmd-lower-attention", "::mlir::ModuleOp"> {
     online softmax), in f32, so results differ from eager's by float32
     rounding (the bound the tests check: 1e-5 relative on the models).
 
-    Not on the GPU path (`spmd-lower-to-nvvm` refuses the ops).
+    Not on the GPU path: `spmd-lower-to-nvvm` decomposes the ops into
+    linalg instead (`spmd-decompose-attention`).
 
     ```mlir
     %o, %lse = spmd.attention %q, %k, %v {causal, scale = 0.125 : f64} : ...

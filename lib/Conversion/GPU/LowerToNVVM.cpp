@@ -13,7 +13,6 @@
 
 #include "Spmd/Conversion/GPU/Passes.h"
 #include "Spmd/Conversion/Passes.h"
-#include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -82,26 +81,6 @@ struct InvalidOptionPass
   std::string message;
 };
 
-/// Refuses the ops this pipeline has no lowering for, at their location,
-/// before bufferization would (with "op was not bufferized").
-struct RefuseUnloweredOpsPass
-    : public PassWrapper<RefuseUnloweredOpsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RefuseUnloweredOpsPass)
-  StringRef getArgument() const override {
-    return "spmd-lower-to-nvvm-refuse-unlowered-ops";
-  }
-  void runOnOperation() override {
-    getOperation().walk([&](Operation *op) {
-      if (!isa<spmd::AttentionOp, spmd::AttentionGradOp>(op))
-        return;
-      op->emitOpError("is not lowered for the GPU yet (spmd-lower-to-cpu "
-                      "lowers it; the Python bridge traces attention as its "
-                      "math with SPMD_ATTENTION=math)");
-      signalPassFailure();
-    });
-  }
-};
-
 void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   // NVIDIA GPUs run at most 1024 threads per block.
   if (options.blockSize < 1 || options.blockSize > 1024) {
@@ -110,7 +89,8 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
         " is not a number of threads a block can have (1 to 1024)"));
     return;
   }
-  pm.addPass(std::make_unique<RefuseUnloweredOpsPass>());
+  // Attention as linalg (the scores materialized): no fused GPU kernel yet.
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeAttentionPass());
   // As on the CPU, up to buffers.
   spmd::buildLowerToBuffers(pm);
   // Device buffers; matmuls to cuBLAS; the rest to kernels.

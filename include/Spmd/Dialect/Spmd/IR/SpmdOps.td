@@ -641,7 +641,8 @@ def Spmd_AttentionOp : Spmd_Op<"attention", [Pure]> {
     `spmdAttentionForward`): scores in blocks with an online softmax, never
     an `L x S` tensor. Batch and heads shard freely; the sequence and head
     dimensions are computed whole. f32 only (16-bit autocast attention is
-    traced as its math by the bridge). Not lowered on the GPU path yet.
+    traced as its math by the bridge). On the GPU path it is decomposed
+    into linalg (`spmd-decompose-attention`: the scores materialized).
 
     ```mlir
     %o, %lse = spmd.attention %q, %k, %v {causal, scale = 0.125 : f64}

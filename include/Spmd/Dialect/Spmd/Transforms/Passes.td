@@ -52,6 +52,31 @@ def SpmdDecomposeOptimizersPass
   ];
 }
 
+def SpmdDecomposeAttentionPass
+    : Pass<"spmd-decompose-attention", "::mlir::func::FuncOp"> {
+  let summary = "Rewrites spmd.attention / attention_grad into linalg";
+  let description = [{
+    Computes attention as eager's math path does, in `linalg.generic` ops on
+    tensors: the scaled, masked scores `B x H x L x S` (a contraction over
+    the head size, then scale, mask and causal `-inf` by `linalg.index`),
+    the row maximum, `exp(scores - max)` (0 for a row with nothing to
+    attend to), the row sum, `lse = max + log(sum)`, and `P V / sum`; the
+    backward recomputes `P = exp(scores - lse)` and forms `dV = P^T dO`,
+    `dP = dO V^T`, `D = rowsum(dO * O)`, `dS = P (dP - D)`,
+    `dQ = scale dS K`, `dK = scale dS^T Q`.
+
+    The GPU pipeline (`spmd-lower-to-nvvm`) runs it: its kernels come from
+    linalg, and a fused attention kernel is not generated yet, so the
+    scores are materialized there (memory quadratic in the sequence). The
+    CPU pipeline lowers the ops to flash kernels instead
+    (`spmd-lower-attention`).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def SpmdDecomposeForeachPass
     : Pass<"spmd-decompose-foreach", "::mlir::func::FuncOp"> {
   let summary = "Rewrites foreach ops into fused per-tensor linalg.generic ops";
