@@ -140,7 +140,8 @@ def main():
     import torch
     from spmd._program import DTYPE_CODE
     names = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32",
-             torch.int64: "I64", torch.bfloat16: "BF16", torch.float16: "F16"}
+             torch.int64: "I64", torch.bfloat16: "BF16", torch.float16: "F16",
+             torch.bool: "BOOL"}
     for dtype, code in DTYPE_CODE.items():
         if dtypes.get(names[dtype]) != code:
             print(f"python: dtype {dtype} is {code}, the header's "
