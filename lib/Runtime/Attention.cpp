@@ -19,12 +19,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Runtime/SpmdRuntime.h"
+#include "Trace.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace {
@@ -151,6 +154,20 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
             int32_t(ldb), beta, c, int32_t(ldc));
 }
 
+/// A trace event's arguments: the sizes.
+std::string shapeArgs(int64_t B, int64_t H, int64_t L, int64_t S, int64_t E,
+                      int64_t Ev, int64_t causal) {
+  if (!spmd::trace::on())
+    return {};
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "\"B\": %lld, \"H\": %lld, \"L\": %lld, \"S\": %lld, "
+                "\"E\": %lld, \"Ev\": %lld, \"causal\": %lld",
+                (long long)B, (long long)H, (long long)L, (long long)S,
+                (long long)E, (long long)Ev, (long long)causal);
+  return text;
+}
+
 /// Key positions a block of query rows [row0, row0 + rows) attends to:
 /// [0, end).
 int64_t keyEnd(int64_t row0, int64_t rows, int64_t S, bool causal) {
@@ -172,6 +189,8 @@ void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr, int64_t valueAddr,
   auto *mask = reinterpret_cast<const float *>(maskAddr);
   auto *out = reinterpret_cast<float *>(outAddr);
   auto *lse = reinterpret_cast<float *>(lseAddr);
+  spmd::trace::Span span("attention forward", "attention",
+                         shapeArgs(B, H, L, S, E, Ev, causal));
   std::vector<float> scores(kRows * kCols), acc(kRows * Ev), rowMax(kRows),
       rowSum(kRows);
   for (int64_t bh = 0; bh < B * H; ++bh) {
@@ -244,6 +263,8 @@ void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr, int64_t keyAddr,
   auto *gradQuery = reinterpret_cast<float *>(gradQueryAddr);
   auto *gradKey = reinterpret_cast<float *>(gradKeyAddr);
   auto *gradValue = reinterpret_cast<float *>(gradValueAddr);
+  spmd::trace::Span span("attention backward", "attention",
+                         shapeArgs(B, H, L, S, E, Ev, causal));
   std::fill_n(gradQuery, B * H * L * E, 0.0f);
   std::fill_n(gradKey, B * H * S * E, 0.0f);
   std::fill_n(gradValue, B * H * S * Ev, 0.0f);

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Runtime/SpmdRuntime.h"
+#include "Trace.h"
 
 #include <atomic>
 
@@ -35,17 +36,10 @@ constexpr int kRowMajor = 101, kTrans = 112;
 /// slower on attention's per-head 128 x 128 x 32 products.
 constexpr int64_t kProviderMinWork = int64_t(1) << 20;
 
-} // namespace
-
-extern "C" {
-
-void spmdSetSgemm(int64_t fortranSgemm) {
-  provider.store(reinterpret_cast<FortranSgemm>(fortranSgemm));
-}
-
-void spmdSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
-               int32_t n, int32_t k, float alpha, const float *a, int32_t lda,
-               const float *b, int32_t ldb, float beta, float *c, int32_t ldc) {
+void sgemmUntraced(int32_t order, int32_t transA, int32_t transB, int32_t m,
+                   int32_t n, int32_t k, float alpha, const float *a,
+                   int32_t lda, const float *b, int32_t ldb, float beta,
+                   float *c, int32_t ldc) {
   FortranSgemm sgemm = provider.load(std::memory_order_relaxed);
   if (!sgemm || int64_t(m) * n * k < kProviderMinWork) {
     cblas_sgemm(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
@@ -60,6 +54,31 @@ void spmdSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
     return;
   }
   sgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);
+}
+
+} // namespace
+
+extern "C" {
+
+void spmdSetSgemm(int64_t fortranSgemm) {
+  provider.store(reinterpret_cast<FortranSgemm>(fortranSgemm));
+}
+
+void spmdSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
+               int32_t n, int32_t k, float alpha, const float *a, int32_t lda,
+               const float *b, int32_t ldb, float beta, float *c, int32_t ldc) {
+  if (!spmd::trace::on()) {
+    sgemmUntraced(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta,
+                  c, ldc);
+    return;
+  }
+  int64_t start = spmd::trace::now();
+  sgemmUntraced(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                ldc);
+  spmd::trace::record("sgemm", "blas", start, spmd::trace::now(),
+                      "\"m\": " + std::to_string(m) + ", \"n\": " +
+                          std::to_string(n) + ", \"k\": " + std::to_string(k),
+                      spmd::trace::kComputeThread);
 }
 
 } // extern "C"

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Runtime/SpmdRuntime.h"
+#include "Trace.h"
 
 #include "Backend.h"
 #include "HalfFloat.h"
@@ -44,6 +45,9 @@ struct Pending {
       : call(call), meshShape(meshShape), axesMask(axesMask) {}
   const char *call;
   int64_t meshShape, axesMask;
+  /// For traces: bytes of this rank's input, the group's size, and when
+  /// the collective started (0 when tracing was off).
+  int64_t bytes = 0, groupSize = 1, startNs = 0;
   std::unique_ptr<Request> request;
   std::vector<char> send, recv;
   std::function<void(Pending &)> finish;
@@ -253,6 +257,8 @@ std::function<void(Pending &)> roundBack(int64_t out, size_t count,
 
 int64_t track(Pending &&p) {
   Runtime &r = rt();
+  if (spmd::trace::on())
+    p.startNs = spmd::trace::now();
   int64_t handle = ++r.lastHandle;
   r.pending.emplace(handle, std::move(p));
   return handle;
@@ -371,6 +377,8 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
   int n = group.size;
   checkSameCall(group, call, meshShape, axesMask, {count, dtype, kind});
   Pending p(call, meshShape, axesMask);
+  p.bytes = count * int64_t(spmd::runtime::elementSize(dtype));
+  p.groupSize = n;
   if (isHalf(dtype)) {
     // In float32, rounded back once when it completes.
     p.send = widened(ptr(in), static_cast<size_t>(count), dtype);
@@ -402,6 +410,8 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
   size_t elem = spmd::runtime::elementSize(dtype);
   size_t chunk = static_cast<size_t>(outer * dim * inner);
   Pending p(call, meshShape, axesMask);
+  p.bytes = int64_t(chunk * elem);
+  p.groupSize = n;
   p.send.assign(static_cast<char *>(ptr(in)),
                 static_cast<char *>(ptr(in)) + chunk * elem);
   // Whole chunks arrive rank after rank; along an inner dimension they are
@@ -443,6 +453,8 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
   size_t chunk = static_cast<size_t>(outer * part * inner);
   // Rank k's chunk contiguous: [k][outer][part][inner].
   Pending p(call, meshShape, axesMask);
+  p.bytes = outer * dim * inner * int64_t(elem);
+  p.groupSize = n;
   p.send.resize(chunk * n * elem);
   size_t row = static_cast<size_t>(part * inner) * elem;
   const char *src = static_cast<const char *>(ptr(in));
@@ -494,6 +506,8 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
   int64_t total = prod(shape, 0, 4);
   size_t chunk = static_cast<size_t>(total / n);
   Pending p(call, meshShape, axesMask);
+  p.bytes = total * int64_t(elem);
+  p.groupSize = n;
   p.send.resize(total * elem);
   p.recv.resize(total * elem);
   {
@@ -540,6 +554,8 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
   if (in != out)
     std::memcpy(ptr(out), ptr(in), count * spmd::runtime::elementSize(dtype));
   Pending p(call, meshShape, axesMask);
+  p.bytes = count * int64_t(spmd::runtime::elementSize(dtype));
+  p.groupSize = n;
   p.request =
       rt().backend->broadcast(group, ptr(out), static_cast<size_t>(count),
                               dtype, static_cast<int>(root));
@@ -562,9 +578,20 @@ void spmdWait(int64_t handle) {
     fail("spmdWait", "unknown handle %lld", static_cast<long long>(handle));
   }
   Pending &p = it->second;
+  int64_t waitStart = p.startNs ? spmd::trace::now() : 0;
   waitTimed(*p.request, p.call, p.meshShape, p.axesMask);
   if (p.finish)
     p.finish(p);
+  if (p.startNs && spmd::trace::on()) {
+    int64_t end = spmd::trace::now();
+    std::string args = "\"bytes\": " + std::to_string(p.bytes) +
+                       ", \"group size\": " + std::to_string(p.groupSize) +
+                       ", \"handle\": " + std::to_string(handle);
+    spmd::trace::record(p.call, "collective", p.startNs, end, args,
+                        spmd::trace::kCollectiveThread);
+    spmd::trace::record(std::string("wait ") + p.call, "wait", waitStart, end,
+                        args, spmd::trace::kComputeThread);
+  }
   r.pending.erase(it);
 }
 

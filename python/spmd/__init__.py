@@ -20,6 +20,7 @@ it and caches the result; later calls with the same shapes run it.
 
 from .api import DataParallel, Override, compile, run_passes
 from ._explain import Explanation, explain
+from ._profile import profile
 from .placement import Placement, Replicate, Shard, override_placement
 from ._errors import UnsupportedError
 from ._toolchain import CompileError
@@ -30,5 +31,5 @@ __all__ = [
     "compile", "Override", "DataParallel", "run_passes", "Placement",
     "Replicate", "Shard", "override_placement", "UnsupportedError",
     "CompileError", "rank", "world_size", "explain", "Explanation",
-    "memory_stats", "reset_peak_memory_stats",
+    "memory_stats", "reset_peak_memory_stats", "profile",
 ]

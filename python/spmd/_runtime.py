@@ -79,6 +79,16 @@ def runtime():
     lib.spmdHostMemory.restype = None
     lib.spmdHostMemoryResetPeak.argtypes = []
     lib.spmdHostMemoryResetPeak.restype = None
+    lib.spmdTraceNow.argtypes = []
+    lib.spmdTraceNow.restype = ctypes.c_int64
+    lib.spmdTraceStart.argtypes = []
+    lib.spmdTraceStart.restype = None
+    lib.spmdTraceEvent.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                   ctypes.c_int64, ctypes.c_int64,
+                                   ctypes.c_char_p]
+    lib.spmdTraceEvent.restype = None
+    lib.spmdTraceStop.argtypes = [ctypes.c_char_p, ctypes.c_int32]
+    lib.spmdTraceStop.restype = ctypes.c_int32
     sgemm = torch_sgemm()
     if sgemm:
         lib.spmdSetSgemm(sgemm)
@@ -250,9 +260,10 @@ def reset_peak_memory_stats():
     runtime().spmdHostMemoryResetPeak()
 
 
-def broadcast_(tensor: torch.Tensor, code: int):
-    """Rank 0's values of the contiguous `tensor` on every rank, in place."""
+def broadcast_(tensor: torch.Tensor, code: int, root: int = 0):
+    """Rank `root`'s values of the contiguous `tensor` on every rank, in
+    place."""
     if tensor.numel() == 0:
         return
     runtime().spmdBroadcast(tensor.data_ptr(), tensor.data_ptr(),
-                            tensor.numel(), code, 0, world_size(), 1)
+                            tensor.numel(), code, root, world_size(), 1)

@@ -12,7 +12,8 @@ import torch
 from torch.nn.utils._named_member_accessor import NamedMemberAccessor
 from torch.utils import _pytree as pytree
 
-from . import _importer, _program, _progress, _runtime, _toolchain, _trace
+from . import (_importer, _profile, _program, _progress, _runtime, _toolchain,
+               _trace)
 from ._errors import UnsupportedError
 from ._executable import Executable
 from .placement import Placement, Shard
@@ -257,7 +258,9 @@ class CompiledStep:
             executable = self._compile(args, kwargs)
             self.cache[key] = executable
         tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
-        outputs = executable(tensors)
+        _profile.from_environment()
+        with torch.profiler.record_function("spmd.step"), _profile.step():
+            outputs = executable(tensors)
         return pytree.tree_unflatten(outputs, executable.traced.output_spec)
 
 

@@ -199,6 +199,18 @@ void spmdAttentionBackward(int64_t grad, int64_t query, int64_t key,
 void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
+/* Step traces (Trace.cpp): between spmdTraceStart and spmdTraceStop the
+ * runtime records each collective (start to completion), each wait, sgemm
+ * and attention kernel, and the caller's spmdTraceEvent calls (times from
+ * spmdTraceNow, nanoseconds; args the body of a JSON object); Stop writes
+ * them to `path` as a JSON list of Chrome trace events of process `rank`
+ * (0 on success). */
+int64_t spmdTraceNow(void);
+void spmdTraceStart(void);
+void spmdTraceEvent(const char *name, const char *category, int64_t start,
+                    int64_t end, const char *args);
+int32_t spmdTraceStop(const char *path, int32_t rank);
+
 /* Bytes of those buffers in use now and at most since the last reset (or
  * the start): a program's peak memory besides its state. */
 void spmdHostMemory(int64_t *live, int64_t *peak);

@@ -1,0 +1,128 @@
+"""Step traces of compiled programs, as Chrome trace-event JSON.
+
+    with spmd.profile("traces"):        # or SPMD_TRACE=traces for a run
+        for x, y in batches:
+            train_step(model, opt, x, y)
+
+While a profile is open the runtime records, per rank, each step, each
+collective from its start to its completion (kind, bytes per rank, group
+size), each wait the program blocks in (exposed communication), each sgemm
+and each attention kernel (lib/Runtime/Trace.cpp). When it closes, every
+rank writes DIR/trace-rank<r>.json and rank 0 merges them all into its
+DIR/trace.json, one process track per rank (threads "compute" and
+"collectives"), which ui.perfetto.dev and chrome://tracing open (rank 0 receives the other ranks' events through
+the runtime, so DIR may differ per rank), and
+`python -m spmd.timeline DIR/trace.json -o step.png` draws. Ranks share
+the steady clock of one machine; across machines their tracks are offset.
+
+Each compiled step also runs inside `torch.profiler.record_function(
+"spmd.step")`, so a torch.profiler trace shows the step as one range.
+"""
+
+import atexit
+import contextlib
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from . import _runtime
+
+# The runtime's one-byte element type (SPMD_BOOL), to move raw bytes.
+_BYTES = 6
+
+_directory = None
+_steps = 0
+
+
+def active() -> bool:
+    return _directory is not None
+
+
+def start(directory):
+    """Starts recording this rank's steps for DIR (made if missing)."""
+    global _directory, _steps
+    if _directory is not None:
+        raise RuntimeError("spmd.profile: a profile is already open (in "
+                           f"{_directory})")
+    _directory = Path(directory)
+    _directory.mkdir(parents=True, exist_ok=True)
+    _steps = 0
+    _runtime.runtime().spmdTraceStart()
+
+
+def stop():
+    """Writes this rank's events; rank 0 merges all ranks' into
+    DIR/trace.json, which it returns (other ranks return None)."""
+    global _directory
+    if _directory is None:
+        return None
+    directory, _directory = _directory, None
+    lib = _runtime.runtime()
+    rank, world = _runtime.rank(), _runtime.world_size()
+    part = directory / f"trace-rank{rank}.json"
+    if lib.spmdTraceStop(str(part).encode(), rank) != 0:
+        raise OSError(f"spmd.profile: cannot write {part}")
+    # Rank 0 receives the other ranks' parts through the runtime (their
+    # directories may be another machine's or another path).
+    mine = part.read_bytes()
+    parts = []
+    for r in range(world):
+        size = _runtime.all_ranks_max(len(mine) if r == rank else 0)
+        data = torch.zeros(size, dtype=torch.uint8)
+        if r == rank:
+            data.copy_(torch.frombuffer(bytearray(mine), dtype=torch.uint8))
+        if r != 0:
+            _runtime.broadcast_(data, _BYTES, root=r)
+        parts.append(bytes(data.numpy()))
+    if rank != 0:
+        return None
+    events = []
+    for r in range(world):
+        events.append({"name": "process_name", "ph": "M", "pid": r,
+                       "args": {"name": f"rank {r}"}})
+        for tid, name in ((0, "compute"), (1, "collectives")):
+            events.append({"name": "thread_name", "ph": "M", "pid": r,
+                           "tid": tid, "args": {"name": name}})
+        events += json.loads(parts[r].decode())
+    merged = directory / "trace.json"
+    merged.write_text(json.dumps({"traceEvents": events,
+                                  "displayTimeUnit": "ms"}))
+    return merged
+
+
+@contextlib.contextmanager
+def profile(directory):
+    """Records the compiled steps run inside it on every rank (see the
+    module's docstring); every rank must enter and leave it together."""
+    start(directory)
+    try:
+        yield
+    finally:
+        stop()
+
+
+def from_environment():
+    """SPMD_TRACE=DIR: one profile for the whole run, written at exit."""
+    directory = os.environ.get("SPMD_TRACE")
+    if directory and not active():
+        start(directory)
+        atexit.register(stop)
+
+
+@contextlib.contextmanager
+def step(name="step"):
+    """One compiled step: an event when tracing."""
+    global _steps
+    if _directory is None:
+        yield
+        return
+    lib = _runtime.runtime()
+    begin = lib.spmdTraceNow()
+    try:
+        yield
+    finally:
+        lib.spmdTraceEvent(name.encode(), b"step", begin, lib.spmdTraceNow(),
+                           f'"index": {_steps}'.encode())
+        _steps += 1

@@ -1,0 +1,155 @@
+"""Draws a step trace (spmd.profile's trace.json) as a per-rank timeline.
+
+    python -m spmd.timeline TRACE.json -o step.png [--last N] [--width PX]
+
+One band per rank, two rows each: compute on top (steps in light grey,
+sgemm in blue, attention kernels in purple, waits the program blocks in —
+exposed communication — in red), collectives below (each from its start to
+its completion, in green; what overlaps compute is hidden communication).
+The last N steps of rank 0's clock are drawn (default 2). It also prints,
+per rank, the steps' mean time and the share of it spent in BLAS,
+attention, collectives in flight, and exposed waits.
+
+The picture is written as a PNG by this module itself (zlib), without a
+plotting library: the project's environment has none.
+"""
+
+import argparse
+import json
+import struct
+import sys
+import zlib
+
+COLORS = {
+    "step": (225, 225, 225),
+    "blas": (52, 101, 164),
+    "attention": (117, 80, 123),
+    "wait": (204, 0, 0),
+    "collective": (78, 154, 6),
+    "background": (255, 255, 255),
+    "separator": (136, 138, 133),
+}
+
+
+def write_png(path, width, height, pixels):
+    """`pixels`: rows of bytearrays of RGB triples."""
+    raw = b"".join(b"\x00" + bytes(row) for row in pixels)
+
+    def chunk(kind, data):
+        body = kind + data
+        return (struct.pack(">I", len(data)) + body
+                + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2,
+                                           0, 0, 0)))
+        f.write(chunk(b"IDAT", zlib.compress(raw, 6)))
+        f.write(chunk(b"IEND", b""))
+
+
+def load(path):
+    data = json.load(open(path))
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    return [e for e in events if e.get("ph") == "X"]
+
+
+def window(events, last):
+    steps = sorted((e for e in events if e["cat"] == "step"
+                    and e["pid"] == 0), key=lambda e: e["ts"])
+    if not steps:
+        begin = min(e["ts"] for e in events)
+        end = max(e["ts"] + e["dur"] for e in events)
+        return begin, end
+    chosen = steps[-last:]
+    return chosen[0]["ts"], chosen[-1]["ts"] + chosen[-1]["dur"]
+
+
+def covered(intervals):
+    """Length of the union of (start, end) intervals."""
+    total, reach = 0.0, None
+    for a, b in sorted(intervals):
+        if reach is None or a > reach:
+            total += b - a
+            reach = b
+        elif b > reach:
+            total += b - reach
+            reach = b
+    return total
+
+
+def summary(events):
+    """Per rank: mean step ms and the share of the steps' time covered by
+    BLAS, attention, collectives in flight and exposed waits (overlapping
+    events of a kind counted once)."""
+    lines = []
+    for rank in sorted({e["pid"] for e in events}):
+        mine = [e for e in events if e["pid"] == rank]
+        steps = [e for e in mine if e["cat"] == "step"]
+        total = sum(e["dur"] for e in steps) or 1.0
+        # What runs inside the steps (the bridge's own collectives between
+        # steps, e.g. its shape agreement, are not the program's).
+        mine = [e for e in mine if any(
+            s["ts"] <= e["ts"] <= s["ts"] + s["dur"] for s in steps)]
+        share = {c: covered((e["ts"], e["ts"] + e["dur"]) for e in mine
+                            if e["cat"] == c) / total
+                 for c in ("blas", "attention", "collective", "wait")}
+        lines.append(
+            f"rank {rank}: {len(steps)} steps, mean "
+            f"{total / max(len(steps), 1) / 1e3:.2f} ms; BLAS "
+            f"{share['blas']:.0%}, attention {share['attention']:.0%}, "
+            f"collectives in flight {share['collective']:.0%}, exposed "
+            f"waits {share['wait']:.0%}")
+    return lines
+
+
+def draw(events, out, last=2, width=1600, row=28):
+    begin, end = window(events, last)
+    span = max(end - begin, 1e-3)
+    ranks = sorted({e["pid"] for e in events})
+    height = len(ranks) * (2 * row + 6)
+    pixels = [bytearray(COLORS["background"] * width) for _ in range(height)]
+
+    def box(y0, y1, t0, t1, color):
+        x0 = max(0, int((t0 - begin) / span * width))
+        x1 = min(width, max(x0 + 1, int((t1 - begin) / span * width)))
+        for y in range(y0, y1):
+            pixels[y][3 * x0:3 * x1] = bytes(color) * (x1 - x0)
+
+    order = {"step": 0, "blas": 1, "attention": 1, "collective": 1,
+             "wait": 2}
+    for i, rank in enumerate(ranks):
+        top = i * (2 * row + 6)
+        mine = sorted((e for e in events if e["pid"] == rank
+                       and e["ts"] < end and e["ts"] + e["dur"] > begin),
+                      key=lambda e: order.get(e["cat"], 1))
+        for e in mine:
+            color = COLORS.get(e["cat"], COLORS["separator"])
+            y0 = top + (row if e["tid"] == 1 else 0)
+            box(y0 + 2, y0 + row - 2, e["ts"], e["ts"] + e["dur"], color)
+        for y in (top + 2 * row + 2,):
+            if y < height:
+                pixels[y][:] = bytes(COLORS["separator"]) * width
+    write_png(out, width, height, pixels)
+    return width, height
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m spmd.timeline",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("trace")
+    ap.add_argument("-o", "--output", default="step.png")
+    ap.add_argument("--last", type=int, default=2,
+                    help="steps to draw (the last N of rank 0)")
+    ap.add_argument("--width", type=int, default=1600)
+    args = ap.parse_args(argv)
+    events = load(args.trace)
+    if not events:
+        sys.exit(f"{args.trace}: no events")
+    width, height = draw(events, args.output, args.last, args.width)
+    for line in summary(events):
+        print(line)
+    print(f"wrote {args.output} ({width} x {height})")
+
+
+if __name__ == "__main__":
+    main()
