@@ -87,6 +87,13 @@ void spmdTraceStart(void) {
   enabled.store(true, std::memory_order_relaxed);
 }
 
+int64_t spmdTraceBegin(void) { return on() ? now() : 0; }
+
+void spmdTraceEnd(int64_t start, const char *name) {
+  if (start && on())
+    record(name, "region", start, now(), "", kComputeThread);
+}
+
 void spmdTraceEvent(const char *name, const char *category, int64_t start,
                     int64_t end, const char *args) {
   if (!enabled.load(std::memory_order_relaxed))

@@ -7,7 +7,10 @@
 While a profile is open the runtime records, per rank, each step, each
 collective from its start to its completion (kind, bytes per rank, group
 size), each wait the program blocks in (exposed communication), each sgemm
-and each attention kernel (lib/Runtime/Trace.cpp). When it closes, every
+and each attention kernel (lib/Runtime/Trace.cpp), and the program's
+regions: the runs of its code that come from one line of the user's model
+(and the torch.nn module line it calls), named `model.py:12 > linear.py:125`
+with the code of those lines (spmd-trace-regions). When it closes, every
 rank writes DIR/trace-rank<r>.json and rank 0 merges them all into its
 DIR/trace.json, one process track per rank (threads "compute" and
 "collectives"), which ui.perfetto.dev and chrome://tracing open (rank 0 receives the other ranks' events through
@@ -22,6 +25,7 @@ Each compiled step also runs inside `torch.profiler.record_function(
 import atexit
 import contextlib
 import json
+import linecache
 import os
 from pathlib import Path
 
@@ -85,11 +89,32 @@ def stop():
         for tid, name in ((0, "compute"), (1, "collectives")):
             events.append({"name": "thread_name", "ph": "M", "pid": r,
                            "tid": tid, "args": {"name": name}})
-        events += json.loads(parts[r].decode())
+        events += [_named(e) for e in json.loads(parts[r].decode())]
     merged = directory / "trace.json"
     merged.write_text(json.dumps({"traceEvents": events,
                                   "displayTimeUnit": "ms"}))
     return merged
+
+
+def _source(at):
+    """`path:line` with the line's code."""
+    path, _, line = at.rpartition(":")
+    code = linecache.getline(path, int(line)).strip() if line.isdigit() \
+        else ""
+    return f"{at}: {code}" if code else at
+
+
+def _named(event):
+    """A region's event named `user.py:12 > linear.py:125` after its
+    `path:line|path:line`, the code of those lines in its args."""
+    if event.get("cat") != "region":
+        return event
+    frames = event["name"].split("|")
+    event["name"] = " > ".join(os.path.basename(f) for f in frames)
+    event["args"] = {"user": _source(frames[0])}
+    if len(frames) > 1:
+        event["args"]["module"] = _source(frames[1])
+    return event
 
 
 @contextlib.contextmanager

@@ -3,7 +3,7 @@
     python -m spmd.timeline TRACE.json -o step.png [--last N] [--width PX]
 
 One band per rank, two rows each: compute on top (steps in light grey,
-sgemm in blue, attention kernels in purple, waits the program blocks in —
+regions of the user's source lines in yellow, sgemm in blue, attention kernels in purple, waits the program blocks in —
 exposed communication — in red), collectives below (each from its start to
 its completion, in green; what overlaps compute is hidden communication).
 The last N steps of rank 0's clock are drawn (default 2). It also prints,
@@ -22,6 +22,7 @@ import zlib
 
 COLORS = {
     "step": (225, 225, 225),
+    "region": (252, 233, 79),
     "blas": (52, 101, 164),
     "attention": (117, 80, 123),
     "wait": (204, 0, 0),
@@ -115,8 +116,8 @@ def draw(events, out, last=2, width=1600, row=28):
         for y in range(y0, y1):
             pixels[y][3 * x0:3 * x1] = bytes(color) * (x1 - x0)
 
-    order = {"step": 0, "blas": 1, "attention": 1, "collective": 1,
-             "wait": 2}
+    order = {"step": 0, "region": 1, "blas": 2, "attention": 2,
+             "collective": 2, "wait": 3}
     for i, rank in enumerate(ranks):
         top = i * (2 * row + 6)
         mine = sorted((e for e in events if e["pid"] == rank

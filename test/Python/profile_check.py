@@ -4,7 +4,9 @@ traced. Checks the merged trace (DIR/trace.json, Chrome trace events) on
 rank 0: valid JSON, one process per rank with 3 step events each; per step
 and rank, the collectives' bytes by kind are those spmd.explain reports for
 the program; the attention kernels and sgemm calls are there, inside the
-steps; a torch.profiler around a step sees the "spmd.step" range."""
+steps, and regions named after the model's source lines and the torch.nn
+module lines they call (spmd-trace-regions); a torch.profiler around a
+step sees the "spmd.step" range."""
 
 import collections
 import json
@@ -87,6 +89,14 @@ if rank == 0:
             if have != want:
                 print(f"rank {r}: collectives {dict(have)} vs explain "
                       f"{dict(want)}")
+    regions = [e for e in events if e["cat"] == "region"]
+    linear = [e for e in regions
+              if e["name"].startswith("profile_check.py:")
+              and " > linear.py:" in e["name"]
+              and e["args"]["user"].endswith(
+                  "return self.head(self.encoder(x).mean(1))")]
+    print(f"regions: {len(regions) // world // 3} per step, named after the "
+          f"model's lines (Linear's: {len(linear) > 0})")
     print(f"collective bytes by kind as explain reports "
           f"({', '.join(f'{k} {v} B' for k, v in sorted(want.items()))}), "
           f"attention, sgemm and waits in every step: "

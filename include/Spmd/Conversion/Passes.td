@@ -335,6 +335,37 @@ def SpmdLowerAttentionPass : Pass<"spmd-lower-attention", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def SpmdTraceRegionsPass : Pass<"spmd-trace-regions", "::mlir::ModuleOp"> {
+  let summary = "Brackets the user's source lines as trace regions";
+  let description = [{
+    Part of `spmd-lower-to-cpu`, on buffers, after `spmd-outline-loop-nests`.
+    In each public function, a run of consecutive ops that do work (calls,
+    linalg ops, loops, copies) whose locations lead to the same frame of
+    the user's code (the innermost frame outside PyTorch, torch-mlir and
+    spmd; the bridge keeps FX stack traces as locations) and the same
+    innermost `torch/nn/modules` frame becomes one region:
+    `%t = call @spmdTraceBegin()` before it, `call @spmdTraceEnd(%t, name)`
+    after it, `name` a constant `"user.py:LINE|module.py:LINE"`. With
+    tracing on (`spmd.profile`), the runtime records each region as an
+    event, so a step trace shows the time per line of the user's model;
+    off, a region costs two calls and an atomic load. Ops whose locations
+    hold no user frame (hand-written MLIR) get no region.
+
+    ```mlir
+    call @__spmd_generic_3(...) loc(callsite("model.py":12:0 at ...))
+    call @spmdSgemm(...) loc(callsite("model.py":12:0 at ...))
+    // becomes
+    %t = call @spmdTraceBegin() : () -> i64
+    call @__spmd_generic_3(...)
+    call @spmdSgemm(...)
+    %name = llvm.mlir.addressof @__spmd_region_0 : !llvm.ptr
+    call @spmdTraceEnd(%t, %name) : (i64, !llvm.ptr) -> ()
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def SpmdScatterOneHotContractionsPass
     : Pass<"spmd-scatter-one-hot-contractions"> {
   let summary = "Turns matmuls with a one-hot matrix into row scatters";

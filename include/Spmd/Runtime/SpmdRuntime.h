@@ -210,6 +210,11 @@ void spmdTraceStart(void);
 void spmdTraceEvent(const char *name, const char *category, int64_t start,
                     int64_t end, const char *args);
 int32_t spmdTraceStop(const char *path, int32_t rank);
+/* A region of the program (spmd-trace-regions): Begin returns the start
+ * time (0 when tracing is off), End records the region `name`
+ * ("user.py:LINE|module.py:LINE") from it. */
+int64_t spmdTraceBegin(void);
+void spmdTraceEnd(int64_t start, const char *name);
 
 /* Bytes of those buffers in use now and at most since the last reset (or
  * the start): a program's peak memory besides its state. */

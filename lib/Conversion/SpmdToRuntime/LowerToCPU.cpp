@@ -94,7 +94,8 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "updated in place, one-shot "
       "bufferization, buffer "
       "deallocation, f32 matmuls to spmdSgemm (cblas_sgemm), "
-      "large full reductions in blocks, other linalg to loops, to LLVM",
+      "large full reductions in blocks, loop nests outlined, trace regions of "
+      "the user's source lines, other linalg to loops, to LLVM",
       [](OpPassManager &pm) {
         spmd::buildLowerToBuffers(pm, [](OpPassManager &pm) {
           pm.addPass(spmd::createSpmdLowerAttentionPass());
@@ -113,6 +114,8 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         pm.addNestedPass<func::FuncOp>(
             spmd::createSpmdReassociableReductionsPass());
         pm.addPass(spmd::createSpmdOutlineLoopNestsPass());
+        // Named regions of the user's source lines for step traces.
+        pm.addPass(spmd::createSpmdTraceRegionsPass());
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createSCFToControlFlowPass());
