@@ -10,8 +10,11 @@ using namespace mlir::spmd;
 
 ShardingRule ShardingRule::elementwise(Operation *op, ArrayRef<int64_t> shape) {
   ShardingRule rule;
-  for (int64_t size : shape)
-    rule.factors.push_back(Factor{size});
+  for (int64_t size : shape) {
+    Factor factor;
+    factor.size = size;
+    rule.factors.push_back(factor);
+  }
   auto dimsOf = [&](Type type) {
     SmallVector<int64_t> dims;
     auto tensor = dyn_cast<RankedTensorType>(type);

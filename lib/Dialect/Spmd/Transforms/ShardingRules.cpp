@@ -516,8 +516,11 @@ struct AttentionRuleModel
   FailureOr<ShardingRule> getShardingRule(Operation *op) const {
     auto query = cast<RankedTensorType>(cast<OpTy>(op).getQuery().getType());
     ShardingRule rule;
-    for (int64_t d = 0; d < 2; ++d)
-      rule.factors.push_back(ShardingRule::Factor{query.getDimSize(d)});
+    for (int64_t d = 0; d < 2; ++d) {
+      ShardingRule::Factor factor;
+      factor.size = query.getDimSize(d);
+      rule.factors.push_back(factor);
+    }
     auto dimsOf = [&](Value v) {
       auto type = cast<RankedTensorType>(v.getType());
       SmallVector<int64_t> dims(type.getRank(), ShardingRule::kNoFactor);
