@@ -178,6 +178,31 @@ def SpmdOverlapCollectivesPass
   }];
 }
 
+def SpmdPrintShardingRulesPass
+    : Pass<"spmd-print-sharding-rules", "::mlir::ModuleOp"> {
+  let summary = "Reports each op's sharding rule as a remark (for tests)";
+  let description = [{
+    Makes the `ShardingRuleOpInterface` rules visible, as Shardy's
+    `op_sharding_rule_registry` tests do: every op with a rule gets a remark
+    `sharding rule: (<operands>) -> (<results>) {<factors>}` where each
+    tensor lists the factor of each dimension (`f0`, `f1`, ...; `-` for
+    none), and each factor its size and what limits it: `reduction` (with
+    its combiner, or `no combiner`: then it is never sharded), `fixed`
+    (the op reads its global position), `even` (only an evenly divisible
+    size may be sharded), `group g` when the op has several groups; then
+    `linear in {i, j}` for each set of operands the op is jointly linear
+    in. An op on tensors the interface knows but that has no rule for this
+    instance gets `sharding rule: none` (it is computed replicated); scalar
+    ops get nothing. The IR is unchanged.
+
+    ```
+    %0 = linalg.matmul ins(%a, %b : tensor<8x4xf32>, tensor<4x2xf32>) ...
+    // remark: sharding rule: ([f0, f2], [f2, f1], [f0, f1]) -> ([f0, f1])
+    //   {f0 = 8, f1 = 2, f2 = 4 reduction sum}; linear in {0}, {1}
+    ```
+  }];
+}
+
 def SpmdReportCollectivesPass
     : Pass<"spmd-report-collectives", "::mlir::ModuleOp"> {
   let summary = "Prints a local program's meshes, state and collectives as JSON";
