@@ -81,22 +81,6 @@ void SpecAttr::print(AsmPrinter &printer) const {
   printer << "]>";
 }
 
-std::optional<int64_t> SpecAttr::getShardDim(unsigned axis) const {
-  if (auto shard = dyn_cast<ShardAttr>(getPlacements()[axis]))
-    return shard.getDim();
-  return std::nullopt;
-}
-
-bool SpecAttr::isFullyReplicated() const {
-  return llvm::all_of(getPlacements(),
-                      [](PlacementAttr p) { return isa<ReplicateAttr>(p); });
-}
-
-bool SpecAttr::hasPartial() const {
-  return llvm::any_of(getPlacements(),
-                      [](PlacementAttr p) { return isa<PartialAttr>(p); });
-}
-
 LogicalResult
 SpecAttr::verifyAgainst(function_ref<InFlightDiagnostic()> emitError,
                         Operation *from, Type type) const {

@@ -279,13 +279,6 @@ int64_t MeshOp::getGroupSize(ArrayRef<int64_t> axes) {
   return size;
 }
 
-int64_t MeshOp::getNumRanks() {
-  int64_t size = 1;
-  for (int64_t axisSize : getShape())
-    size *= axisSize;
-  return size;
-}
-
 LogicalResult MeshOp::verify() {
   // mesh_c1
   if (getShape().empty())

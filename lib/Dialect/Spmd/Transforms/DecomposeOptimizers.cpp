@@ -119,6 +119,13 @@ private:
 };
 
 /// torch.optim.sgd._multi_tensor_sgd.
+/// Each result in `results` is replaced by the value at its position.
+void replaceAll(ResultRange results, ArrayRef<Value> values) {
+  assert(results.size() == values.size() && "one value per result");
+  for (auto [result, value] : llvm::zip_equal(results, values))
+    result.replaceAllUsesWith(value);
+}
+
 void decompose(SGDOp op) {
   OpBuilder b(op);
   ForeachBuilder fe(b, op.getLoc());
@@ -162,11 +169,10 @@ void decompose(SGDOp op) {
   }
   params = fe.add(params, grads, fe.negated(lr));
 
-  Values replacements = params;
-  llvm::append_range(replacements, bufs);
-  if (newStep)
-    replacements.push_back(newStep);
-  op->replaceAllUsesWith(replacements);
+  replaceAll(op.getNewParams(), params);
+  replaceAll(op.getNewMomentumBuffers(), bufs);
+  if (Value oldStep = op.getNewStep())
+    oldStep.replaceAllUsesWith(newStep);
   op->erase();
 }
 
@@ -229,12 +235,11 @@ void decompose(AdamOp op) {
   denom = fe.addScalar(denom, fe.get(eps));
   params = fe.addcdiv(params, expAvgs, denom, stepSizes);
 
-  Values replacements = params;
-  llvm::append_range(replacements, expAvgs);
-  llvm::append_range(replacements, expAvgSqs);
-  llvm::append_range(replacements, maxExpAvgSqs);
-  llvm::append_range(replacements, steps);
-  op->replaceAllUsesWith(replacements);
+  replaceAll(op.getNewParams(), params);
+  replaceAll(op.getNewExpAvgs(), expAvgs);
+  replaceAll(op.getNewExpAvgSqs(), expAvgSqs);
+  replaceAll(op.getNewMaxExpAvgSqs(), maxExpAvgSqs);
+  replaceAll(op.getNewSteps(), steps);
   op->erase();
 }
 

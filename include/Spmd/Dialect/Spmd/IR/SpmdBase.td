@@ -155,12 +155,6 @@ def Spmd_SpecAttr : Spmd_Attr<"Spec", "spec"> {
   );
   let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
-    /// The tensor dimension mesh axis `axis` shards, if it shards one.
-    std::optional<int64_t> getShardDim(unsigned axis) const;
-    /// True when no axis is partial and no axis shards.
-    bool isFullyReplicated() const;
-    /// True when some axis is partial.
-    bool hasPartial() const;
     /// Checks this spec against the mesh it names and the type it describes;
     /// `emitError` reports the first violated constraint.
     ::llvm::LogicalResult verifyAgainst(

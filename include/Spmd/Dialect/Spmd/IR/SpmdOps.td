@@ -54,8 +54,6 @@ def Spmd_MeshOp : Spmd_Op<"mesh", [Symbol]> {
     int64_t getRank() { return getShape().size(); }
     /// The number of ranks in the group spanned by `axes`.
     int64_t getGroupSize(::llvm::ArrayRef<int64_t> axes);
-    /// The number of ranks of the whole mesh.
-    int64_t getNumRanks();
   }];
 }
 
