@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Conversion/Passes.h"
+#include "Spmd/Conversion/RuntimeCalls.h"
 #include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -41,13 +42,17 @@ private:
   Value i64(int64_t v, Location loc) {
     return arith::ConstantIntOp::create(b, loc, v, 64);
   }
-  Value address(Value memref, Location loc);
+  Value address(Value memref, Location loc) {
+    return bufferAddress(b, loc, memref);
+  }
   Value dim(Value memref, int64_t d, Location loc);
   /// B, H, L, S, E, Ev from the buffers of query, key and value, then the
   /// mask's element strides along B, H and L (0 where it broadcasts).
   FailureOr<SmallVector<Value>> sizes(Operation *op, Value q, Value k, Value v,
                                       Value mask, Location loc);
-  void call(StringRef name, ValueRange args, Location loc);
+  void call(StringRef name, ValueRange args, Location loc) {
+    callRuntime(b, module, loc, name, args);
+  }
   Value result(Value buffer, Type type, Location loc) {
     return bufferization::ToTensorOp::create(b, loc, type, buffer,
                                              /*restrict=*/true,
@@ -57,11 +62,6 @@ private:
   ModuleOp module;
   OpBuilder b;
 };
-
-Value AttentionLowering::address(Value memref, Location loc) {
-  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
-}
 
 Value AttentionLowering::input(Value tensor, Location loc) {
   auto type = cast<RankedTensorType>(tensor.getType());
@@ -111,17 +111,6 @@ FailureOr<SmallVector<Value>> AttentionLowering::sizes(Operation *op, Value q,
   }
   sizes.append(strides);
   return sizes;
-}
-
-void AttentionLowering::call(StringRef name, ValueRange args, Location loc) {
-  auto fnType = b.getFunctionType(args.getTypes(), {});
-  if (!module.lookupSymbol<func::FuncOp>(name)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(module.getBody());
-    auto fn = func::FuncOp::create(b, module.getLoc(), name, fnType);
-    fn.setPrivate();
-  }
-  func::CallOp::create(b, loc, name, TypeRange{}, args);
 }
 
 LogicalResult AttentionLowering::lower(AttentionOp op) {

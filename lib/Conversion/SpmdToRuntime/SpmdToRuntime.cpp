@@ -1,6 +1,7 @@
 //===- SpmdToRuntime.cpp - collectives and state to libSpmdRuntime --------===//
 
 #include "Spmd/Conversion/Passes.h"
+#include "Spmd/Conversion/RuntimeCalls.h"
 #include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
 #include "Spmd/Runtime/SpmdRuntime.h"
 
@@ -78,14 +79,7 @@ private:
 
 Value RuntimeLowering::call(StringRef name, ValueRange args, TypeRange results,
                             Location loc) {
-  auto fnType = b.getFunctionType(args.getTypes(), results);
-  if (!module.lookupSymbol<func::FuncOp>(name)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(module.getBody());
-    auto fn = func::FuncOp::create(b, module.getLoc(), name, fnType);
-    fn.setPrivate();
-  }
-  auto op = func::CallOp::create(b, loc, name, results, args);
+  auto op = spmd::callRuntime(b, module, loc, name, args, results);
   return results.empty() ? Value() : op.getResult(0);
 }
 
@@ -135,8 +129,7 @@ FailureOr<int32_t> RuntimeLowering::dtype(Operation *op, Type element) {
 }
 
 Value RuntimeLowering::address(Value memref, Location loc) {
-  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  return spmd::bufferAddress(b, loc, memref);
 }
 
 std::tuple<Value, Value, Value>
@@ -548,18 +541,7 @@ LogicalResult RuntimeLowering::registerStates(ArrayRef<StateOp> states) {
 /// `symbol` (made once).
 Value RuntimeLowering::stringConstant(StringRef text, StringRef symbol,
                                       Location loc) {
-  std::string bytes = text.str();
-  bytes.push_back('\0');
-  if (!module.lookupSymbol(symbol)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    LLVM::GlobalOp::create(
-        b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
-        /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
-        b.getStringAttr(bytes));
-  }
-  return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(ctx),
-                                   symbol);
+  return spmd::stringConstant(b, module, loc, text, symbol);
 }
 
 /// Every public function that communicates starts with

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Conversion/Passes.h"
+#include "Spmd/Conversion/RuntimeCalls.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -26,6 +27,7 @@ namespace mlir::spmd {
 } // namespace mlir::spmd
 
 using namespace mlir;
+using namespace mlir::spmd;
 
 namespace {
 
@@ -69,42 +71,19 @@ struct SpmdTraceRegionsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     OpBuilder b(module.getContext());
-    declare(b, module, "spmdTraceBegin", {}, {b.getI64Type()});
-    declare(b, module, "spmdTraceEnd",
-            {b.getI64Type(), LLVM::LLVMPointerType::get(module.getContext())},
-            {});
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn.isPublic() && !fn.isExternal())
         for (Block &block : fn.getBody())
           bracket(b, module, block);
   }
 
-  void declare(OpBuilder &b, ModuleOp module, StringRef name, TypeRange args,
-               TypeRange results) {
-    if (module.lookupSymbol(name))
-      return;
-    b.setInsertionPointToEnd(module.getBody());
-    auto fn = func::FuncOp::create(b, module.getLoc(), name,
-                                   b.getFunctionType(args, results));
-    fn.setPrivate();
-  }
-
   /// The address of a constant C string `text`, one global per text.
   Value name(OpBuilder &b, ModuleOp module, StringRef text, Location loc) {
-    auto [it, fresh] = symbols.try_emplace(
-        text, ("__spmd_region_" + Twine(symbols.size())).str());
-    if (fresh) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(module.getBody());
-      std::string bytes = text.str();
-      bytes.push_back('\0');
-      LLVM::GlobalOp::create(
-          b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
-          /*isConstant=*/true, LLVM::Linkage::Internal, it->second,
-          b.getStringAttr(bytes));
-    }
-    return LLVM::AddressOfOp::create(
-        b, loc, LLVM::LLVMPointerType::get(module.getContext()), it->second);
+    auto it =
+        symbols
+            .try_emplace(text, ("__spmd_region_" + Twine(symbols.size())).str())
+            .first;
+    return stringConstant(b, module, loc, text, it->second);
   }
 
   void bracket(OpBuilder &b, ModuleOp module, Block &block) {
@@ -114,14 +93,12 @@ struct SpmdTraceRegionsPass
       if (!first)
         return;
       b.setInsertionPoint(first);
-      Value start =
-          func::CallOp::create(b, first->getLoc(), "spmdTraceBegin",
-                               TypeRange{b.getI64Type()}, ValueRange{})
-              .getResult(0);
+      Value start = callRuntime(b, module, first->getLoc(), "spmdTraceBegin",
+                                {}, {b.getI64Type()})
+                        .getResult(0);
       b.setInsertionPointAfter(last);
       Value text = name(b, module, current, last->getLoc());
-      func::CallOp::create(b, last->getLoc(), "spmdTraceEnd", TypeRange{},
-                           ValueRange{start, text});
+      callRuntime(b, module, last->getLoc(), "spmdTraceEnd", {start, text});
       first = last = nullptr;
     };
     for (Operation &op : llvm::make_early_inc_range(block)) {

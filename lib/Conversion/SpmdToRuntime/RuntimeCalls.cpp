@@ -1,0 +1,43 @@
+//===- RuntimeCalls.cpp - building calls into libSpmdRuntime --------------===//
+
+#include "Spmd/Conversion/RuntimeCalls.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+
+func::CallOp mlir::spmd::callRuntime(OpBuilder &b, ModuleOp module,
+                                     Location loc, StringRef name,
+                                     ValueRange args, TypeRange results) {
+  if (!module.lookupSymbol<func::FuncOp>(name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    auto fn = func::FuncOp::create(b, module.getLoc(), name,
+                                   b.getFunctionType(args.getTypes(), results));
+    fn.setPrivate();
+  }
+  return func::CallOp::create(b, loc, name, results, args);
+}
+
+Value mlir::spmd::bufferAddress(OpBuilder &b, Location loc, Value memref) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+}
+
+Value mlir::spmd::stringConstant(OpBuilder &b, ModuleOp module, Location loc,
+                                 StringRef text, StringRef symbol) {
+  if (!module.lookupSymbol(symbol)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    std::string bytes = text.str();
+    bytes.push_back('\0');
+    LLVM::GlobalOp::create(
+        b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
+        /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
+        b.getStringAttr(bytes));
+  }
+  return LLVM::AddressOfOp::create(
+      b, loc, LLVM::LLVMPointerType::get(module.getContext()), symbol);
+}
