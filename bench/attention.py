@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from gpt import sgemm_gflops  # this core's sgemm rate, as bench/gpt.py's
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADS, HEAD_DIM = 8, 64
 
@@ -86,18 +88,6 @@ def worker(mode, T, steps, out):
         stats = spmd.memory_stats()
         result["peak"] = stats["peak_bytes"] - stats["live_bytes"]
     json.dump(result, open(out, "w"))
-
-
-def sgemm_gflops():
-    import torch
-    torch.set_num_threads(1)
-    a, b = torch.randn(512, 512), torch.randn(512, 512)
-    for _ in range(3):
-        a @ b
-    t0 = time.perf_counter()
-    for _ in range(20):
-        a @ b
-    return 20 * 2 * 512 ** 3 / (time.perf_counter() - t0) / 1e9
 
 
 def launch(mode, T, steps, tmp):

@@ -44,7 +44,7 @@ public:
   ~Span() {
     if (active) {
       --quiet;
-      record(name, category, start, now(), std::move(args), 0);
+      record(name, category, start, now(), std::move(args), kComputeThread);
     }
   }
 

@@ -128,8 +128,16 @@ def profile(directory):
         stop()
 
 
+_environment_read = False
+
+
 def from_environment():
-    """SPMD_TRACE=DIR: one profile for the whole run, written at exit."""
+    """SPMD_TRACE=DIR: one profile for the whole run, written at exit (read
+    at the first step)."""
+    global _environment_read
+    if _environment_read:
+        return
+    _environment_read = True
     directory = os.environ.get("SPMD_TRACE")
     if directory and not active():
         start(directory)
