@@ -155,6 +155,7 @@ def worker(mode, cfg, steps, warmup, out):
     rows = B // world
     x, y = x[rank * rows:(rank + 1) * rows], y[rank * rows:(rank + 1) * rows]
     times = []
+    setup_done = time.perf_counter()
     for i in range(warmup + steps):
         t0 = time.perf_counter()
         loss = step(model, opt, x, y)
@@ -166,6 +167,7 @@ def worker(mode, cfg, steps, warmup, out):
                   median=statistics.median(times[warmup:]),
                   rss=peak_rss_mib(), loss=loss,
                   import_to_first=first_done - import_done,
+                  setup=setup_done - import_done,
                   start_to_first=first_done - T_START)
     if mode.startswith("spmd"):
         result["phases"] = step.compile_times
@@ -225,9 +227,15 @@ def report(config, cfg, runs, gflops):
     phases = spmd[0]["phases"]
     print("spmd first call by phase (rank 0, s): " + ", ".join(
         f"{k} {v:.2f}" for k, v in phases.items()))
+    c = cached[0]["phases"]
     print(f"spmd cached program, second process: import torch -> first step "
           f"done {slow(cached, 'import_to_first'):.2f} s (whole process "
-          f"{slow(cached, 'start_to_first'):.2f} s)")
+          f"{slow(cached, 'start_to_first'):.2f} s; model, AdamW, spmd "
+          f"set-up {slow(cached, 'setup'):.2f} s, make_fx "
+          f"{c.get('trace (make_fx)', 0):.2f} s, import "
+          f"{c.get('import (torch-mlir)', 0):.2f} s cached); floor, eager's "
+          f"own import torch -> first step done: "
+          f"{slow(eager, 'import_to_first'):.2f} s")
     floor = matmul_flops(cfg, cfg["batch"] // 2) / (gflops * 1e9)
     s = slow(spmd, "median")
     print(f"floor (matmul FLOPs per rank at {gflops:.0f} GFLOP/s sgemm): "

@@ -6,17 +6,15 @@ locations, which spmd-opt's diagnostics then point at). What torch-mlir
 cannot lower, and what it lowers outside the dialects spmd compiles (e.g.
 `tm_tensor.scan` for cumsum), is reported here with the op and the user's
 source line.
+
+torch-mlir is imported on the first import, not with `spmd` (a process
+whose programs are all cached never loads it: _import_cache.py).
 """
 
 import re
 import warnings
 
 import torch
-from torch_mlir import fx, ir
-from torch_mlir.compiler_utils import run_pipeline_with_repro_report
-from torch_mlir.passmanager import PassManager
-from torch_mlir.dialects import torch as torch_dialect
-from torch_mlir.extras.fx_importer import FxImporter
 
 from ._errors import UnsupportedError
 from ._trace import user_frame
@@ -177,6 +175,7 @@ def _custom_ops_to_calls(module):
     """Replaces each `torch.operator` of a bridge custom op by a call of a
     private declaration taking its tensors (torch-mlir converts calls' types
     like any other); returns {callee: (spmd op, properties text)}."""
+    from torch_mlir import ir
     calls = {}
     operators = []
     for func in module.body.operations:
@@ -221,6 +220,8 @@ def _lower_with_calls(module):
     """torch-mlir's torch -> linalg-on-tensors lowering, but for its final
     backend-contract check, which refuses calls (the custom ops' are
     checked by _check_dialects and replaced after)."""
+    from torch_mlir.compiler_utils import run_pipeline_with_repro_report
+    from torch_mlir.passmanager import PassManager
     run_pipeline_with_repro_report(
         module, "builtin.module(func.func(torch-match-quantized-custom-ops), "
         "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})",
@@ -254,6 +255,9 @@ def _calls_to_spmd_ops(text: str, calls) -> str:
 
 def import_graph(graph: torch.fx.GraphModule, name: str) -> str:
     """linalg-on-tensors text of `graph` as a function `name`."""
+    from torch_mlir import fx, ir
+    from torch_mlir.dialects import torch as torch_dialect
+    from torch_mlir.extras.fx_importer import FxImporter
     context = ir.Context()
     torch_dialect.register_dialect(context)
     diagnostics = []

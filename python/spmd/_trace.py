@@ -71,14 +71,30 @@ _NN_MODULES = os.path.join("torch", "nn", "modules", "")
 _AUTOGRAD = os.path.join("torch", "autograd", "")
 
 
+def _fx_frames(tracer, summary, skip):
+    """FX's filter (TracerBase._filter_traceback_frames: the frames named
+    `forward` when the tracer records only those, as make_fx's does, else
+    the frames from the first `forward` on; torch's uninteresting files left
+    out), with the files to leave out computed once, not once per frame."""
+    if tracer._record_forward_stack_traces_only:
+        frames = [f for f in summary if f.name == "forward" or
+                  f.filename.endswith("torch/__init__.py")]
+    else:
+        first = next((i for i, f in enumerate(summary)
+                      if f.name == "forward"), len(summary))
+        frames = summary[first:]
+    return traceback.StackSummary.from_list(
+        [f for f in frames if f.filename not in skip])
+
+
 def _frames_from_step(tracer, summary):
     """The frames FX records for a traced op (from the first `forward` on)
     when they include the user's code; for a model made only of torch's
     modules (an nn.Sequential), whose FX frames are all torch's, the frames
     from the user's step function inward, so that errors name the user's
     call of the model. The backward keeps FX's frames."""
-    from torch.fx.experimental.symbolic_shapes import uninteresting_files
-    fx = _FX_FILTER(tracer, summary)
+    skip = _uninteresting_files()
+    fx = _fx_frames(tracer, summary, skip)
     if not len(fx) or any(not f.filename.startswith(_OWN_DIRS) for f in fx):
         # The user's frames, or none: ops of the step itself stay without
         # a trace (torch-mlir then locates a failing backward op by the
@@ -89,24 +105,86 @@ def _frames_from_step(tracer, summary):
         if frames[i].filename == __file__ and frames[i].name == "step":
             if any(_AUTOGRAD in f.filename for f in frames[i + 1:]):
                 return fx
-            skip = uninteresting_files()
             return traceback.StackSummary.from_list(
                 [f for f in frames[i + 1:] if f.filename not in skip])
     return fx
 
 
+# The modules of torch's uninteresting_files() (symbolic_shapes.py; FX's
+# filter leaves their frames out of stack traces).
+_UNINTERESTING_MODULES = (
+    "torch.fx.experimental.symbolic_shapes", "torch.export._trace",
+    "torch.fx.experimental.recording", "torch.fx.experimental.sym_node",
+    "torch.fx.interpreter", "torch.fx._symbolic_trace", "torch",
+    "torch._compile", "torch._dynamo.eval_frame", "torch._inductor.sizevars",
+    "torch._library.custom_ops", "torch._library.fake_impl",
+    "torch._subclasses.meta_utils", "torch._subclasses.fake_tensor",
+    "torch._logging._internal", "torch._logging.structured",
+    "torch._dynamo.external_utils", "torch._dynamo.polyfills")
+_UNINTERESTING = {"modules": -1, "files": frozenset()}
+
+
+def _uninteresting_files() -> frozenset:
+    """torch's uninteresting_files(), for the modules loaded so far (one not
+    loaded has no frame to leave out): torch's imports inductor and
+    torch.export to name their files (half a second of a cached start) and
+    FX calls it once per frame of every node. Recomputed when a module was
+    loaded since."""
+    if _UNINTERESTING["modules"] != len(sys.modules):
+        files = {"<string>"}
+        for name in _UNINTERESTING_MODULES:
+            path = getattr(sys.modules.get(name), "__file__", None)
+            if path:
+                files.add(path)
+        loader = sys.modules.get("torch._dynamo.polyfills.loader")
+        for module in getattr(loader, "POLYFILLED_MODULES", ()):
+            path = getattr(module, "__file__", None)
+            if path:
+                files.add(path)
+        _UNINTERESTING.update(modules=len(sys.modules),
+                              files=frozenset(files))
+    return _UNINTERESTING["files"]
 _FX_FILTER = torch.fx.proxy.TracerBase._filter_traceback_frames
 
 
 _FX_CREATE_NODE = torch.fx.proxy.TracerBase.create_node
 
 
+def _stack_summary(frame) -> traceback.StackSummary:
+    """The frames from `frame` out to the traced `step` (the ones FX's
+    filter and _frames_from_step choose from; FX walks on to the program's
+    first frame), outermost first, without reading source lines: `format()`
+    reads the lines of the few frames the filter keeps, instead of FX's
+    every frame of every node (half of make_fx's time on a 4-layer GPT)."""
+    frames = []
+    while frame is not None:
+        code = frame.f_code
+        frames.append((code.co_filename, frame.f_lineno, code.co_name))
+        if code.co_name == "step" and code.co_filename == __file__:
+            break
+        frame = frame.f_back
+    return traceback.StackSummary.from_list([
+        traceback.FrameSummary(path, line, name, lookup_line=False)
+        for path, line, name in reversed(frames)])
+
+
 def _create_node_with_step_frame(tracer, *args, **kwargs):
-    """FX's create_node; a node with no stack trace that the step itself
-    creates (not its backward) also gets the user's line as
-    meta["spmd_step_frame"] (for spmd's own errors; torch-mlir's locations
-    keep FX's stack traces)."""
-    node = _FX_CREATE_NODE(tracer, *args, **kwargs)
+    """FX's create_node, with the stack trace recorded cheaply
+    (_stack_summary; the same frames and filter as FX's); a node with no
+    stack trace that the step itself creates (not its backward) also gets
+    the user's line as meta["spmd_step_frame"] (for spmd's own errors;
+    torch-mlir's locations keep FX's stack traces)."""
+    record = tracer.record_stack_traces
+    tracer.record_stack_traces = False
+    try:
+        node = _FX_CREATE_NODE(tracer, *args, **kwargs)
+    finally:
+        tracer.record_stack_traces = record
+    if record and not node.stack_trace:
+        frames = tracer._filter_traceback_frames(
+            _stack_summary(sys._getframe(1)))
+        if frames:
+            node.stack_trace = "".join(frames.format()).strip()
     if not node.stack_trace:
         frame = sys._getframe(1)
         inner = None

@@ -12,8 +12,8 @@ import torch
 from torch.nn.utils._named_member_accessor import NamedMemberAccessor
 from torch.utils import _pytree as pytree
 
-from . import (_importer, _profile, _program, _progress, _runtime, _toolchain,
-               _trace)
+from . import (_import_cache, _profile, _program, _progress, _runtime,
+               _toolchain, _trace)
 from ._errors import UnsupportedError
 from ._executable import Executable
 from .placement import Placement, Shard
@@ -221,7 +221,8 @@ class CompiledStep:
             traced = _trace.trace(self.fn, args, kwargs, world,
                                   self.parallel.inputs)
         with _progress.phase("import (torch-mlir)"):
-            imported = _importer.import_graph(traced.graph, _program.CALLEE)
+            imported = _import_cache.import_graph(traced.graph,
+                                                  _program.CALLEE)
         with _progress.phase("global program"):
             program = _program.build(traced, imported, world,
                                      prefix=_model_prefix(traced.model),

@@ -474,6 +474,10 @@ def main():
             print(f"programs compiled: {len(train_step.cache)}")
         if args.autocast:
             print(f"autocast {args.autocast}")
+        # A process whose programs were all cached never loads torch-mlir's
+        # importer (python/spmd/_import_cache.py).
+        print("torch-mlir importer loaded: "
+              f"{'torch_mlir.extras.fx_importer' in sys.modules}")
         print(f"{args.case}: {'OK' if ok else 'MISMATCH'} max deviation "
               f"{worst:.1e} over {args.steps} steps on {world} ranks")
     sys.exit(0 if ok else 1)
