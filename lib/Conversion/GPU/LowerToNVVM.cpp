@@ -101,6 +101,9 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   // strided-batched GEMM.
   blas.batched = false;
   pm.addPass(spmd::createConvertLinalgToBlasPass(blas));
+  // Scalars the host would read back from the device (optimizer step
+  // counters) computed in the kernels that use them.
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuScalarsIntoKernelsPass());
   pm.addPass(spmd::createSpmdGpuMemoryPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuSerialKernelsPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuParallelLoopsOuterPass());

@@ -46,6 +46,45 @@ def SpmdGpuMemoryPass : Pass<"spmd-gpu-memory", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def SpmdGpuScalarsIntoKernelsPass
+    : Pass<"spmd-gpu-scalars-into-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Computes scalars read from 0-d buffers inside the kernels "
+                "that use them";
+  let description = [{
+    After bufferization, before `spmd-gpu-memory` (part of
+    `spmd-lower-to-nvvm`): a linalg op whose body uses a scalar computed on
+    the host from a 0-d buffer (Adam's bias corrections from the step
+    counter and betas, a learning rate read from state) would make the host
+    copy that buffer from the device and wait for it, twice per scalar.
+    Instead the 0-d buffer becomes an input of the op (indexed by no loop)
+    and the arithmetic between the load and the use is cloned into the body:
+    the kernel reads the scalar on the device and the host never waits.
+    Moved only when nothing between the load and the op may write the
+    buffer (or a view of it) and the arithmetic has no side effects; other
+    scalars stay on the host. Numerics are unchanged (the same operations in
+    the same precision).
+    ```mlir
+    %b = memref.load %beta[] : memref<f64>
+    %c = arith.subf %one, %b : f64
+    linalg.generic ... ins(%x : memref<8xf64>) outs(%y : memref<8xf64>) {
+    ^bb0(%in: f64, %out: f64):
+      %r = arith.mulf %in, %c : f64
+      linalg.yield %r : f64
+    }
+    // becomes
+    linalg.generic ... ins(%x, %beta : memref<8xf64>, memref<f64>)
+        outs(%y : memref<8xf64>) {
+    ^bb0(%in: f64, %b: f64, %out: f64):
+      %c = arith.subf %one, %b : f64
+      %r = arith.mulf %in, %c : f64
+      linalg.yield %r : f64
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def SpmdGpuSerialKernelsPass
     : Pass<"spmd-gpu-serial-kernels", "::mlir::func::FuncOp"> {
   let summary = "Runs linalg ops without parallel loops as one-thread kernels";
