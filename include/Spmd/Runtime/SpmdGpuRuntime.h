@@ -28,10 +28,24 @@ int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype);
 int64_t spmdGpuConstantAddress(int64_t host, int64_t bytes);
 
 /* cblas_sgemm's signature (row-major: order 101; transposes: 111 no, 112
- * yes) on device pointers, through cuBLAS; returns when C is written. */
+ * yes) on device pointers, through cuBLAS; returns when C is written (inside
+ * a program: enqueued on the program stream, see below). */
 void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                   int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
                   int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc);
+
+/* A compiled program's host code between these two calls orders all its
+ * device work on one stream, the program stream (spmd-gpu-stream-order):
+ * while one runs (they nest), mgpuStreamCreate returns that stream,
+ * spmdGpuSgemm enqueues on it and returns, a collective's `...Start` copies
+ * its input there and makes the communication stream wait for it, and
+ * spmdWait (and the blocking collectives) make the program stream wait for
+ * the collective instead of the host. The host waits only where the program
+ * reads device memory, and at its end, where synchronizing the program
+ * stream also watches the communicators for failed peers (SPMD_TIMEOUT).
+ * Outside them every call keeps its host-synchronous meaning. */
+void spmdGpuProgramBegin(void);
+void spmdGpuProgramEnd(void);
 
 #ifdef __cplusplus
 }

@@ -123,9 +123,9 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
     // generates.
     pm.addPass(createConvertMathToFuncs());
   }
-  // Allocations, copies and launches on streams with tokens; host calls
-  // (collectives, sgemm) wait for what precedes them.
-  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  // Allocations, copies, launches, cuBLAS and NCCL ordered on one stream;
+  // the host waits only where it reads device memory and at the end.
+  pm.addPass(spmd::createSpmdGpuStreamOrderPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   // Kernels: NVVM, then cubins (the emulator's are host functions by now).

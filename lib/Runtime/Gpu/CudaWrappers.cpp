@@ -68,6 +68,10 @@ static std::vector<CUstream> &streamPool() {
 
 CUstream mgpuStreamCreate() {
   ensureContext();
+  // Inside a compiled program (spmdGpuProgramBegin): all its work on one
+  // stream, which the runtime's calls order themselves on too.
+  if (CUstream program = spmd::gpu::programStream())
+    return program;
   if (!streamPool().empty()) {
     CUstream stream = streamPool().back();
     streamPool().pop_back();
@@ -79,6 +83,8 @@ CUstream mgpuStreamCreate() {
 }
 
 void mgpuStreamDestroy(CUstream stream) {
+  if (stream && stream == spmd::gpu::programStream())
+    return;
   // Work still enqueued on it stays ordered before whatever reuses it.
   if (streamPool().size() < 64) {
     streamPool().push_back(stream);
@@ -87,9 +93,7 @@ void mgpuStreamDestroy(CUstream stream) {
   checkCu(cuStreamDestroy(stream), "cuStreamDestroy");
 }
 
-void mgpuStreamSynchronize(CUstream stream) {
-  checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize");
-}
+void mgpuStreamSynchronize(CUstream stream) { spmd::gpu::synchronize(stream); }
 
 void mgpuStreamWaitEvent(CUstream stream, CUevent event) {
   checkCu(cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");

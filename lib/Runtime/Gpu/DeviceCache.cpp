@@ -4,13 +4,13 @@
 // (bufferization's temporaries, collective snapshots and scratch). Asking
 // the driver each time costs an allocation per buffer per step; like
 // PyTorch's caching allocator, a freed buffer is kept for the next request
-// of its (rounded) size instead. A buffer is handed out again only once the
-// device has passed its free: an event recorded on the freeing stream at the
-// free has completed (a poll, never a host wait). Ordering the new user's
-// stream after that event would not be enough: the runtime's collectives
-// and GEMMs use buffers on streams of their own, not on the stream that
-// allocated them. Frees of one step have completed by the next (the host
-// reads the loss), so steady steps allocate nothing.
+// of its (rounded) size instead. A buffer freed on the stream that asks
+// for one is handed out at once: work on one stream runs in order, so its
+// new users run after its old ones (a compiled program's work, cuBLAS and
+// its collectives' reads and writes included, is ordered on its program
+// stream, SpmdGpuRuntime.h). From another stream, only once the device has
+// passed its free: an event recorded on the freeing stream at the free has
+// completed (a poll, never a host wait). Steady steps allocate nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,7 +25,8 @@ namespace {
 struct Block {
   CUdeviceptr ptr = 0;
   size_t bytes = 0;
-  CUevent freed = nullptr; // recorded on the freeing stream at the free
+  CUevent freed = nullptr;   // recorded on the freeing stream at the free
+  CUstream stream = nullptr; // the freeing stream
 };
 
 struct Cache {
@@ -61,6 +62,13 @@ CUdeviceptr spmd::gpu::cachedAlloc(size_t bytes, CUstream stream) {
   size_t size = rounded(bytes);
   auto [from, to] = c.free.equal_range(size);
   for (auto it = from; it != to; ++it) {
+    if (it->second->stream != stream)
+      continue;
+    CUdeviceptr ptr = it->second->ptr;
+    c.free.erase(it);
+    return ptr;
+  }
+  for (auto it = from; it != to; ++it) {
     Block *b = it->second;
     CUresult done = cuEventQuery(b->freed);
     if (done == CUDA_ERROR_NOT_READY)
@@ -88,5 +96,6 @@ void spmd::gpu::cachedFree(CUdeviceptr ptr, CUstream stream) {
   Block *b = it->second;
   checkCu(cuEventRecord(b->freed, stream),
           "cuEventRecord (cached device buffer)");
+  b->stream = stream;
   c.free.emplace(b->bytes, b);
 }

@@ -41,6 +41,14 @@ CUdeviceptr cachedAlloc(size_t bytes, CUstream stream);
 /// pointer: one the cache did not hand out goes to cuMemFreeAsync).
 void cachedFree(CUdeviceptr ptr, CUstream stream);
 
+/// The program stream while a compiled program runs (between
+/// spmdGpuProgramBegin and spmdGpuProgramEnd), else null.
+CUstream programStream();
+
+/// Waits for `stream`; on the program stream, watching the communicators
+/// for failed peers while collectives it waits for are in flight.
+void synchronize(CUstream stream);
+
 } // namespace spmd::gpu
 
 #endif // SPMD_RUNTIME_GPU_GPUCOMMON_H

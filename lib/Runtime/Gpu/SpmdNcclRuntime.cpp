@@ -93,6 +93,9 @@ struct Runtime {
   struct Started {
     const char *op;
     int64_t packed, mask;
+    /// Inside a program: the input snapshots it reads, freed on the program
+    /// stream once that waits for it (reused there at once next time).
+    std::vector<CUdeviceptr> snapshots;
   };
   std::map<int64_t, Started> started;
   /// SPMD_TIMEOUT (JobChecks.h).
@@ -105,6 +108,15 @@ struct Runtime {
   CUstream copyStream = nullptr;
   /// Snapshots of the collective being started, freed after it.
   std::vector<CUdeviceptr> snapshots;
+  /// Open spmdGpuProgramBegin calls; the stream their work is ordered on,
+  /// and the event that orders the communication stream after it.
+  int programDepth = 0;
+  CUstream programStream = nullptr;
+  CUevent programEvent = nullptr;
+  /// The last collective the program stream was made to wait for since it
+  /// was last synchronized (null: none; timeout messages name it).
+  const char *pendingOp = nullptr;
+  int64_t pendingPacked = 0, pendingMask = 0;
 };
 
 Runtime &rt() {
@@ -436,6 +448,24 @@ void waitPolling(CUevent event, const char *op, int64_t packed, int64_t mask) {
 /// communication stream after the collective.
 int64_t snapshot(int64_t in, size_t bytes) {
   Runtime &r = rt();
+  if (r.programDepth > 0) {
+    // Inside a program: the copy is made on the program stream, after the
+    // work that wrote the input and before any that rewrites it, and the
+    // communication stream waits for it; the host does not.
+    if (!r.blocking && bytes != 0) {
+      CUdeviceptr copy = spmd::gpu::cachedAlloc(bytes, r.programStream);
+      spmd::gpu::checkCu(cuMemcpyAsync(copy, static_cast<CUdeviceptr>(in),
+                                       bytes, r.programStream),
+                         "cuMemcpyAsync (input snapshot)");
+      r.snapshots.push_back(copy);
+      in = static_cast<int64_t>(copy);
+    }
+    spmd::gpu::checkCu(cuEventRecord(r.programEvent, r.programStream),
+                       "cuEventRecord (program stream)");
+    spmd::gpu::checkCu(cuStreamWaitEvent(r.stream, r.programEvent, 0),
+                       "cuStreamWaitEvent (communication stream)");
+    return in;
+  }
   if (r.blocking || bytes == 0)
     return in;
   if (!r.copyStream)
@@ -466,7 +496,8 @@ int64_t record(const char *op, int64_t packed, int64_t mask) {
   // snapshots it reads are freed after it on the same stream.
   std::vector<CUdeviceptr> used;
   used.swap(rt().snapshots);
-  if (!used.empty())
+  bool inProgram = rt().programDepth > 0;
+  if (!used.empty() && !inProgram)
     afterEnqueued([used] {
       for (CUdeviceptr copy : used)
         spmd::gpu::cachedFree(copy, rt().stream);
@@ -478,7 +509,8 @@ int64_t record(const char *op, int64_t packed, int64_t mask) {
     spmd::gpu::checkCu(cuEventRecord(event, rt().stream), op);
   });
   auto handle = reinterpret_cast<int64_t>(event);
-  rt().started[handle] = {op, packed, mask};
+  rt().started[handle] = {op, packed, mask,
+                          inProgram ? used : std::vector<CUdeviceptr>{}};
   return handle;
 }
 
@@ -517,6 +549,23 @@ void spmd::gpu::checkCu(CUresult result, const char *call) {
 }
 
 void spmd::gpu::setDevice(int device) { rt().device = device; }
+
+CUstream spmd::gpu::programStream() {
+  return rt().programDepth > 0 ? rt().programStream : nullptr;
+}
+
+void spmd::gpu::synchronize(CUstream stream) {
+  Runtime &r = rt();
+  if (stream && stream == r.programStream && r.pendingOp) {
+    // Collectives in flight: wait watching for failed peers and the
+    // timeout, as spmdWait does outside programs.
+    spmd::gpu::checkCu(cuEventRecord(r.programEvent, stream),
+                       "cuEventRecord (program stream)");
+    waitPolling(r.programEvent, r.pendingOp, r.pendingPacked, r.pendingMask);
+    r.pendingOp = nullptr;
+  }
+  checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
 
 void spmd::gpu::ensureContext() {
   static thread_local bool current = false;
@@ -825,8 +874,37 @@ void spmdWait(int64_t handle) {
     spmd::gpu::fail("spmdWait", "unknown handle");
   Runtime::Started what = it->second;
   rt().started.erase(it);
-  waitPolling(event, what.op, what.packed, what.mask);
+  if (rt().programDepth > 0) {
+    // Inside a program: its stream waits, the host goes on.
+    spmd::gpu::checkCu(cuStreamWaitEvent(rt().programStream, event, 0),
+                       "cuStreamWaitEvent (program stream)");
+    for (CUdeviceptr copy : what.snapshots)
+      spmd::gpu::cachedFree(copy, rt().programStream);
+    rt().pendingOp = what.op;
+    rt().pendingPacked = what.packed;
+    rt().pendingMask = what.mask;
+  } else {
+    waitPolling(event, what.op, what.packed, what.mask);
+  }
   spmd::gpu::checkCu(cuEventDestroy(event), "cuEventDestroy");
+}
+
+void spmdGpuProgramBegin(void) {
+  spmd::gpu::ensureContext();
+  Runtime &r = rt();
+  if (!r.programStream) {
+    spmd::gpu::checkCu(cuStreamCreate(&r.programStream, CU_STREAM_NON_BLOCKING),
+                       "cuStreamCreate (program stream)");
+    spmd::gpu::checkCu(cuEventCreate(&r.programEvent, CU_EVENT_DISABLE_TIMING),
+                       "cuEventCreate (program stream)");
+  }
+  ++r.programDepth;
+}
+
+void spmdGpuProgramEnd(void) {
+  if (rt().programDepth <= 0)
+    spmd::gpu::fail("spmdGpuProgramEnd", "no program is running");
+  --rt().programDepth;
 }
 
 void spmdAllReduce(int64_t in, int64_t out, int64_t count, int32_t dtype,
@@ -1019,6 +1097,7 @@ void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                   int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc) {
   spmd::gpu::ensureContext();
   Runtime &r = rt();
+  bool inProgram = r.programDepth > 0;
   if (!r.blas) {
     // cuBLAS gets a stream of its own: waiting for it does not wait for
     // collectives in flight on the communication stream.
@@ -1031,16 +1110,19 @@ void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
     spmd::gpu::fail("spmdGpuSgemm", "only row-major (CblasRowMajor) operands");
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap
   // the operands and keep the transposition flags.
+  checkBlas(cublasSetStream(r.blas, inProgram ? r.programStream : r.blasStream),
+            "cublasSetStream");
   auto op = [](int32_t t) { return t == 112 ? CUBLAS_OP_T : CUBLAS_OP_N; };
   checkBlas(cublasSgemm(r.blas, op(transB), op(transA), n, m, k, &alpha,
                         static_cast<const float *>(ptr(b)), ldb,
                         static_cast<const float *>(ptr(a)), lda, &beta,
                         static_cast<float *>(ptr(c)), ldc),
             "cublasSgemm");
-  // The program's host code synchronizes its kernels' streams around host
-  // calls; the matmul is complete when the call returns, too.
-  spmd::gpu::checkCu(cuStreamSynchronize(r.blasStream),
-                     "cuStreamSynchronize (sgemm)");
+  // Inside a program the matmul is ordered on its stream; outside, it is
+  // complete when the call returns.
+  if (!inProgram)
+    spmd::gpu::checkCu(cuStreamSynchronize(r.blasStream),
+                       "cuStreamSynchronize (sgemm)");
 }
 
 } // extern "C"

@@ -41,6 +41,10 @@
 struct CUstream_st {
   /// Work items: each returns true when done (see enqueuePolled).
   std::deque<std::function<bool()>> queue;
+  /// An item of this stream is running (one that waits for another
+  /// stream runs that one meanwhile): the next must not start before it
+  /// ends, as on a GPU.
+  bool running = false;
 };
 
 namespace {
@@ -317,12 +321,16 @@ Step step(CUstream_st &s) {
   randomProgress();
   if (s.queue.empty())
     return Step::Empty;
+  if (s.running)
+    return Step::Blocked;
   std::function<bool()> work = std::move(s.queue.front());
   s.queue.pop_front();
   bool done;
   {
     DeviceAccess device;
+    s.running = true;
     done = work();
+    s.running = false;
   }
   if (done)
     return Step::Ran;

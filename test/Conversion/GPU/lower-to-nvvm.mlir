@@ -12,21 +12,29 @@
 // RUN: %host_cxx %S/Inputs/grad_step_main.cpp %t.o -o %t.exe %gpu_libs
 // RUN: FileCheck %s --check-prefix=LL < %t.ll
 
-// Host code: device buffers, the forward matmul on cuBLAS, the kernels
-// (elementwise; the 0-d fill; the full sum of this rank's 32 values, one
-// thread's work), the gradient
-// matmul, then the two all-reduces (loss, gradient) after the streams are
-// synchronized.
+// Host code (spmd-gpu-stream-order): device buffers, the forward matmul on
+// cuBLAS, the kernels (elementwise; the 0-d fill; the full sum of this
+// rank's 32 values, one thread's work), the gradient matmul, then the two
+// all-reduces (loss, gradient), all ordered on the program stream: the host
+// waits once, at the end.
 // CHECK-LABEL: llvm.func @grad_step(
+// CHECK: llvm.call @spmdGpuProgramBegin()
+// CHECK-NOT: llvm.call @mgpuStreamSynchronize
 // CHECK: llvm.call @mgpuMemAlloc
+// CHECK-NOT: llvm.call @mgpuStreamSynchronize
 // CHECK: llvm.call @spmdGpuSgemm
+// CHECK-NOT: llvm.call @mgpuStreamSynchronize
 // CHECK: gpu.launch_func
-// CHECK: llvm.call @mgpuStreamSynchronize
+// CHECK-NOT: llvm.call @mgpuStreamSynchronize
 // CHECK: llvm.call @spmdGpuSgemm
+// CHECK-NOT: llvm.call @mgpuStreamSynchronize
+// CHECK: llvm.call @spmdAllReduce
+// CHECK-NOT: llvm.call @mgpuStreamSynchronize
+// CHECK: llvm.call @spmdAllReduce
 // CHECK: llvm.call @mgpuStreamSynchronize
 // CHECK-NEXT: llvm.call @mgpuStreamDestroy
-// CHECK-NEXT: llvm.call @spmdAllReduce
-// CHECK: llvm.call @spmdAllReduce
+// CHECK-NEXT: llvm.call @spmdGpuProgramEnd()
+// CHECK-NOT: llvm.call @mgpuStreamSynchronize
 // CHECK-LABEL: llvm.func @_mlir_ciface_grad_step(
 // Every kernel is a cubin for sm_90, with the PTX ISA named explicitly.
 // CHECK-COUNT-4: gpu.binary @grad_step_kernel{{(_[0-9])?}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx86">, {{.*}}bin = "\7FELF

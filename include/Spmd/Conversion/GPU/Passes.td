@@ -135,6 +135,48 @@ def SpmdGpuParallelLoopsOuterPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def SpmdGpuStreamOrderPass
+    : Pass<"spmd-gpu-stream-order", "::mlir::ModuleOp"> {
+  let summary = "Orders a program's device work on one stream; the host "
+                "waits only where it reads device memory";
+  let description = [{
+    After kernel outlining (part of `spmd-lower-to-nvvm`, in place of
+    upstream `gpu-async-region`, which makes the host wait for the device
+    before every call it does not know: each cuBLAS matmul and collective).
+    In every host function with GPU ops: launches, copies, memsets,
+    allocations and frees become asynchronous, each after the one before (one
+    token chain: the program stream); calls of the runtime functions that
+    order their device work on that stream themselves (`spmdGpuSgemm`, the
+    collectives and `spmdWait`, state and constant addresses, rank queries;
+    see SpmdGpuRuntime.h) need no wait; any other op that may touch memory
+    (a host copy of device data, an unknown call), a block's terminator and
+    an op with regions (host control flow, each of whose blocks is ordered
+    on its own) come after a host-blocking `gpu.wait`. The function calls
+    `spmdGpuProgramBegin` first and `spmdGpuProgramEnd` before it returns,
+    which is when the runtime orders its calls on the program stream.
+    ```mlir
+    %c = gpu.alloc () : memref<4xf32>
+    gpu.launch_func @k::@k blocks in (%one, %one, %one)
+        threads in (%one, %one, %one) args(%c : memref<4xf32>)
+    call @spmdGpuSgemm(...)
+    return
+    // becomes
+    call @spmdGpuProgramBegin() : () -> ()
+    %t0 = gpu.wait async
+    %c, %t1 = gpu.alloc async [%t0] () : memref<4xf32>
+    %t2 = gpu.launch_func async [%t1] @k::@k ...
+    call @spmdGpuSgemm(...)
+    gpu.wait [%t2]
+    call @spmdGpuProgramEnd() : () -> ()
+    return
+    ```
+    Unsupported: host code that already has asynchronous GPU ops or
+    `gpu.wait` (diagnosed).
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::gpu::GPUDialect"];
+}
+
 def SpmdVerifyGpuHostCodePass
     : Pass<"spmd-verify-gpu-host-code", "::mlir::ModuleOp"> {
   let summary = "Rejects host code that dereferences device memory";
