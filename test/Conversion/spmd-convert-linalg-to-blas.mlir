@@ -1,4 +1,5 @@
 // RUN: spmd-opt %s --spmd-convert-linalg-to-blas --cse | FileCheck %s
+// RUN: spmd-opt %s --spmd-convert-linalg-to-blas="function=spmdGpuSgemm batched-function=spmdGpuSgemmStridedBatched" --cse | FileCheck %s --check-prefix=STRIDED
 
 // CHECK-LABEL: func.func @plain
 // CHECK-SAME: (%[[A:.*]]: memref<64x128xf32>, %[[B:.*]]: memref<128x32xf32>, %[[C:.*]]: memref<64x32xf32>)
@@ -71,6 +72,19 @@ func.func @strided_and_f64(%a: memref<8x4xf32, strided<[8, 1], offset: ?>>, %b: 
 // CHECK:   call @cblas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %[[LDA]], %{{.*}}, %{{.*}}, %[[ZERO]], %{{.*}}, %{{.*}}) :
 // CHECK: }
 // CHECK-NOT: linalg.batch_matmul
+// With a strided-batched function (the GPU lowering's cuBLAS call): one
+// call, each matrix's batch stride after its leading dimension, the batch
+// count last.
+// STRIDED-LABEL: func.func @batched
+// STRIDED-SAME: (%[[A:.*]]: memref<6x8x4xf32>, %[[B:.*]]: memref<6x4x5xf32>, %[[C:.*]]: memref<6x8x5xf32>)
+// STRIDED-NOT: scf.for
+// STRIDED-DAG: %[[BASEA:.*]], %[[OFFA:.*]], %{{.*}}:3, %[[STRIDESA:.*]]:3 = memref.extract_strided_metadata %[[A]]
+// STRIDED-DAG: %[[SA:.*]] = arith.index_cast %[[STRIDESA]]#0 : index to i64
+// STRIDED-DAG: %[[LDA:.*]] = arith.index_cast %[[STRIDESA]]#1 : index to i32
+// STRIDED: call @spmdGpuSgemmStridedBatched(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDA]], %[[SA]], %{{.*}}) : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i64, i32, i64, f32, i64, i32, i64, i32) -> ()
+// STRIDED-NOT: call @spmdGpuSgemm(
+// STRIDED-NOT: linalg.batch_matmul
+// STRIDED-LABEL: func.func @batched_transposed
 func.func @batched(%a: memref<6x8x4xf32>, %b: memref<6x4x5xf32>, %c: memref<6x8x5xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%c : memref<6x8x5xf32>)

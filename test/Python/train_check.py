@@ -469,15 +469,15 @@ def main():
             print(f"eval: max |diff| {diff:.1e}")
     ok = worst <= args.tol
     if rank == 0:
+        # A process whose programs were all cached never loads torch-mlir's
+        # importer (python/spmd/_import_cache.py).
+        print("torch-mlir importer loaded: "
+              f"{'torch_mlir.extras.fx_importer' in sys.modules}")
         if after_step:
             # Changing float options never recompiles.
             print(f"programs compiled: {len(train_step.cache)}")
         if args.autocast:
             print(f"autocast {args.autocast}")
-        # A process whose programs were all cached never loads torch-mlir's
-        # importer (python/spmd/_import_cache.py).
-        print("torch-mlir importer loaded: "
-              f"{'torch_mlir.extras.fx_importer' in sys.modules}")
         print(f"{args.case}: {'OK' if ok else 'MISMATCH'} max deviation "
               f"{worst:.1e} over {args.steps} steps on {world} ranks")
     sys.exit(0 if ok else 1)

@@ -89,7 +89,11 @@ def ConvertLinalgToBlasPass
     stride other than 1) are left for the loop lowering. The program must
     then be linked with (or run with) `libopenblas`. `function=spmdGpuSgemm`
     calls the GPU runtime's cuBLAS matmul instead (same signature, device
-    pointers).
+    pointers); with `batched-function=spmdGpuSgemmStridedBatched` a batched
+    matmul is one call of that function instead of a loop: the arguments
+    above, each matrix's batch stride (i64, elements) after its leading
+    dimension, and the batch count (i32) last, as
+    `cublasSgemmStridedBatched` takes them.
 
     ```mlir
     linalg.matmul ins(%a, %b : memref<64x128xf32>, memref<128x32xf32>)
@@ -106,7 +110,10 @@ def ConvertLinalgToBlasPass
     Option<"batched", "batched", "bool", "true",
            "also batched matmuls, as a loop of calls (the GPU lowering "
            "sets false: one call per matrix would be a launch and a host "
-           "wait each)">
+           "wait each)">,
+    Option<"batchedFunction", "batched-function", "std::string", "\"\"",
+           "with `batched`, one call of this strided-batched function per "
+           "batched matmul instead of a loop of `function` calls">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
@@ -315,8 +322,13 @@ def SpmdLowerAttentionPass : Pass<"spmd-lower-attention", "::mlir::ModuleOp"> {
     online softmax), in f32, so results differ from eager's by float32
     rounding (the bound the tests check: 1e-5 relative on the models).
 
-    Not on the GPU path: `spmd-lower-to-nvvm` decomposes the ops into
-    linalg instead (`spmd-decompose-attention`).
+    With `gpu`, as part of `spmd-lower-to-nvvm`: the calls are of
+    libSpmdGpuRuntime's `spmdGpuAttentionForward` / `...Backward` (same
+    arguments, device buffers): fused kernels (lib/Runtime/Gpu/
+    AttentionKernels.cuh), one warp per row, key and query tiles in shared
+    memory, the row maximum and sum by warp shuffles; one kernel forward,
+    two backward (dQ; dK and dV). Ops whose head dimensions are dynamic or
+    above 128 are left to `spmd-decompose-attention` (materialized scores).
 
     ```mlir
     %o, %lse = spmd.attention %q, %k, %v {causal, scale = 0.125 : f64} : ...
@@ -329,6 +341,10 @@ def SpmdLowerAttentionPass : Pass<"spmd-lower-attention", "::mlir::ModuleOp"> {
     %o = bufferization.to_tensor %ob restrict writable : ...
     ```
   }];
+  let options = [
+    Option<"gpu", "gpu", "bool", "false",
+           "call the GPU runtime's fused kernels (head dimensions up to 128)">
+  ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",

@@ -34,6 +34,32 @@ void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                   int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
                   int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc);
 
+/* spmdGpuSgemm for `batch` matrices at once (cublasSgemmStridedBatched):
+ * matrix i of A starts strideA elements after matrix i - 1 (B, C alike). */
+void spmdGpuSgemmStridedBatched(int32_t order, int32_t transA, int32_t transB,
+                                int32_t m, int32_t n, int32_t k, float alpha,
+                                int64_t a, int32_t lda, int64_t strideA,
+                                int64_t b, int32_t ldb, int64_t strideB,
+                                float beta, int64_t c, int32_t ldc,
+                                int64_t strideC, int32_t batch);
+
+/* spmdAttentionForward / spmdAttentionBackward (SpmdRuntime.h) on device
+ * buffers: fused flash-attention kernels (one forward, two backward: dQ,
+ * then dK and dV), head dimensions E, Ev <= 128. Ordered on the program
+ * stream inside a program; outside one, they return when done. */
+void spmdGpuAttentionForward(int64_t query, int64_t key, int64_t value,
+                             int64_t mask, int64_t out, int64_t lse, int64_t B,
+                             int64_t H, int64_t L, int64_t S, int64_t E,
+                             int64_t Ev, int64_t maskB, int64_t maskH,
+                             int64_t maskL, double scale, int64_t causal);
+void spmdGpuAttentionBackward(int64_t grad, int64_t query, int64_t key,
+                              int64_t value, int64_t out, int64_t lse,
+                              int64_t mask, int64_t gradQuery, int64_t gradKey,
+                              int64_t gradValue, int64_t B, int64_t H,
+                              int64_t L, int64_t S, int64_t E, int64_t Ev,
+                              int64_t maskB, int64_t maskH, int64_t maskL,
+                              double scale, int64_t causal);
+
 /* A compiled program's host code between these two calls orders all its
  * device work on one stream, the program stream (spmd-gpu-stream-order):
  * while one runs (they nest), mgpuStreamCreate returns that stream,

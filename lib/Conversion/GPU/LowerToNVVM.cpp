@@ -89,17 +89,21 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
         " is not a number of threads a block can have (1 to 1024)"));
     return;
   }
-  // Attention as linalg (the scores materialized): no fused GPU kernel yet.
+  // Attention: the runtime's fused kernels (head dimensions up to 128);
+  // others as linalg (the scores materialized).
+  spmd::SpmdLowerAttentionPassOptions attention;
+  attention.gpu = true;
+  pm.addPass(spmd::createSpmdLowerAttentionPass(attention));
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeAttentionPass());
   // As on the CPU, up to buffers.
   spmd::buildLowerToBuffers(pm);
   // Device buffers; matmuls to cuBLAS; the rest to kernels.
   spmd::ConvertLinalgToBlasPassOptions blas;
   blas.function = "spmdGpuSgemm";
-  // Not one spmdGpuSgemm per matrix of a batch: each call is a launch and a
-  // host wait; batched matmuls stay kernels until the runtime has a
-  // strided-batched GEMM.
-  blas.batched = false;
+  // A batched matmul (attention's q @ k^T, att @ v and their gradients) is
+  // one cuBLAS strided-batched GEMM, not a loop of calls.
+  blas.batched = true;
+  blas.batchedFunction = "spmdGpuSgemmStridedBatched";
   pm.addPass(spmd::createConvertLinalgToBlasPass(blas));
   // Scalars the host would read back from the device (optimizer step
   // counters) computed in the kernels that use them.

@@ -30,6 +30,7 @@ namespace {
 /// inside a program (SpmdGpuRuntime.h), or touch no device memory.
 bool isStreamOrdered(StringRef callee) {
   static const llvm::StringSet<> names = {"spmdGpuSgemm",
+                                          "spmdGpuSgemmStridedBatched",
                                           "spmdAllReduceStart",
                                           "spmdBroadcastStart",
                                           "spmdAllGatherStart",
@@ -51,7 +52,9 @@ bool isStreamOrdered(StringRef callee) {
                                           "spmdWorldSize",
                                           "spmd_register_state",
                                           "spmdTraceBegin",
-                                          "spmdTraceEnd"};
+                                          "spmdTraceEnd",
+                                          "spmdGpuAttentionForward",
+                                          "spmdGpuAttentionBackward"};
   return names.contains(callee);
 }
 

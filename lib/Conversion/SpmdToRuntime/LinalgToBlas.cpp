@@ -161,6 +161,15 @@ struct ConvertLinalgToBlasPass
     Value opA = constI32(transA ? kTrans : kNoTrans);
     Value opB = constI32(transB ? kTrans : kNoTrans);
     StringRef name = function;
+    auto declare = [&](StringRef callee, ValueRange args) {
+      if (module.lookupSymbol<func::FuncOp>(callee))
+        return;
+      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+      auto decl = func::FuncOp::create(
+          mb, module.getLoc(), callee,
+          mb.getFunctionType(ValueRange(args).getTypes(), {}));
+      decl.setPrivate();
+    };
     auto call = [&](Value batch) {
       SmallVector<Value> args{rowMajor,
                               opA,
@@ -176,16 +185,38 @@ struct ConvertLinalgToBlasPass
                               beta,
                               address(mc, batch),
                               mc.lead};
-      if (!module.lookupSymbol<func::FuncOp>(name)) {
-        OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-        auto decl = func::FuncOp::create(
-            mb, module.getLoc(), name,
-            mb.getFunctionType(ValueRange(args).getTypes(), {}));
-        decl.setPrivate();
-      }
+      declare(name, args);
       func::CallOp::create(b, loc, name, TypeRange{}, args);
     };
-    if (batched) {
+    auto i64 = [&](Value index) {
+      return arith::IndexCastOp::create(b, loc, b.getI64Type(), index)
+          .getResult();
+    };
+    if (batched && !batchedFunction.empty()) {
+      // One strided-batched GEMM: each matrix after the first is its batch
+      // stride further on.
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      SmallVector<Value> args{rowMajor,
+                              opA,
+                              opB,
+                              M,
+                              N,
+                              K,
+                              one,
+                              address(ma, zero),
+                              ma.lead,
+                              i64(ma.batchStride),
+                              address(mb, zero),
+                              mb.lead,
+                              i64(mb.batchStride),
+                              beta,
+                              address(mc, zero),
+                              mc.lead,
+                              i64(mc.batchStride),
+                              dim(c, 0)};
+      declare(batchedFunction, args);
+      func::CallOp::create(b, loc, batchedFunction, TypeRange{}, args);
+    } else if (batched) {
       // One GEMM per matrix of the batch.
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
       Value step = arith::ConstantIndexOp::create(b, loc, 1);

@@ -27,7 +27,8 @@ namespace {
 
 class AttentionLowering {
 public:
-  AttentionLowering(ModuleOp module) : module(module), b(module.getContext()) {}
+  AttentionLowering(ModuleOp module, bool gpu)
+      : module(module), b(module.getContext()), gpu(gpu) {}
 
   LogicalResult lower(AttentionOp op);
   LogicalResult lower(AttentionGradOp op);
@@ -61,6 +62,7 @@ private:
 
   ModuleOp module;
   OpBuilder b;
+  bool gpu;
 };
 
 Value AttentionLowering::input(Value tensor, Location loc) {
@@ -133,7 +135,7 @@ LogicalResult AttentionLowering::lower(AttentionOp op) {
   args.push_back(
       arith::ConstantFloatOp::create(b, loc, b.getF64Type(), op.getScale()));
   args.push_back(i64(op.getCausal(), loc));
-  call("spmdAttentionForward", args, loc);
+  call(gpu ? "spmdGpuAttentionForward" : "spmdAttentionForward", args, loc);
   op.getOut().replaceAllUsesWith(result(out, op.getOut().getType(), loc));
   op.getLse().replaceAllUsesWith(result(lse, op.getLse().getType(), loc));
   op.erase();
@@ -165,20 +167,39 @@ LogicalResult AttentionLowering::lower(AttentionGradOp op) {
   args.push_back(
       arith::ConstantFloatOp::create(b, loc, b.getF64Type(), op.getScale()));
   args.push_back(i64(op.getCausal(), loc));
-  call("spmdAttentionBackward", args, loc);
+  call(gpu ? "spmdGpuAttentionBackward" : "spmdAttentionBackward", args, loc);
   for (auto [r, buffer] : llvm::zip(op->getResults(), grads))
     r.replaceAllUsesWith(result(buffer, r.getType(), loc));
   op.erase();
   return success();
 }
 
+/// Whether the GPU kernels take the op's head dimensions (static, at most
+/// kMaxHead of lib/Runtime/Gpu/AttentionShape.h).
+bool fitsGpu(Operation *op) {
+  constexpr int64_t kMaxHead = 128;
+  Value q = op->getOperand(isa<AttentionGradOp>(op) ? 1 : 0);
+  Value v = op->getOperand(isa<AttentionGradOp>(op) ? 3 : 2);
+  auto head = [](Value t) {
+    auto type = cast<RankedTensorType>(t.getType());
+    return type.isDynamicDim(type.getRank() - 1)
+               ? ShapedType::kDynamic
+               : type.getDimSize(type.getRank() - 1);
+  };
+  int64_t e = head(q), ev = head(v);
+  return e != ShapedType::kDynamic && ev != ShapedType::kDynamic &&
+         e <= kMaxHead && ev <= kMaxHead;
+}
+
 struct SpmdLowerAttentionPass
     : public spmd::impl::SpmdLowerAttentionPassBase<SpmdLowerAttentionPass> {
+  using SpmdLowerAttentionPassBase::SpmdLowerAttentionPassBase;
+
   void runOnOperation() override {
-    AttentionLowering lowering(getOperation());
+    AttentionLowering lowering(getOperation(), gpu);
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<AttentionOp, AttentionGradOp>(op))
+      if (isa<AttentionOp, AttentionGradOp>(op) && (!gpu || fitsGpu(op)))
         ops.push_back(op);
     });
     for (Operation *op : ops) {

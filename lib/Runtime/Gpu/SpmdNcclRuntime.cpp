@@ -516,6 +516,42 @@ int64_t record(const char *op, int64_t packed, int64_t mask) {
 
 void *ptr(int64_t address) { return reinterpret_cast<void *>(address); }
 
+/// The cuBLAS handle, on the program stream inside a program, else on
+/// cuBLAS's own stream (its own: waiting for it does not wait for
+/// collectives in flight on the communication stream).
+cublasHandle_t blasHandle(const char *what, int32_t order) {
+  spmd::gpu::ensureContext();
+  Runtime &r = rt();
+  if (!r.blas) {
+    spmd::gpu::checkCu(cuStreamCreate(&r.blasStream, CU_STREAM_NON_BLOCKING),
+                       "cuStreamCreate (cuBLAS)");
+    checkBlas(cublasCreate(&r.blas), "cublasCreate");
+    // SPMD_GPU_ALLOW_TF32=1: f32 GEMMs on tensor cores with inputs rounded
+    // to TF32 (10 mantissa bits), as torch.backends.cuda.matmul.allow_tf32.
+    const char *tf32 = std::getenv("SPMD_GPU_ALLOW_TF32");
+    if (tf32 && *tf32 == '1')
+      checkBlas(cublasSetMathMode(r.blas, CUBLAS_TF32_TENSOR_OP_MATH),
+                "cublasSetMathMode (TF32)");
+  }
+  if (order != 101)
+    spmd::gpu::fail(what, "only row-major (CblasRowMajor) operands");
+  checkBlas(cublasSetStream(r.blas, r.programDepth > 0 ? r.programStream
+                                                       : r.blasStream),
+            "cublasSetStream");
+  return r.blas;
+}
+
+/// Outside a program a matmul is complete when its call returns; inside,
+/// it is ordered on the program stream.
+void blasDone(const char *what) {
+  if (rt().programDepth == 0)
+    spmd::gpu::checkCu(cuStreamSynchronize(rt().blasStream), what);
+}
+
+cublasOperation_t blasOp(int32_t trans) {
+  return trans == 112 ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -1095,34 +1131,31 @@ const char *spmdStateName(int64_t index) {
 void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                   int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
                   int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc) {
-  spmd::gpu::ensureContext();
-  Runtime &r = rt();
-  bool inProgram = r.programDepth > 0;
-  if (!r.blas) {
-    // cuBLAS gets a stream of its own: waiting for it does not wait for
-    // collectives in flight on the communication stream.
-    spmd::gpu::checkCu(cuStreamCreate(&r.blasStream, CU_STREAM_NON_BLOCKING),
-                       "cuStreamCreate (cuBLAS)");
-    checkBlas(cublasCreate(&r.blas), "cublasCreate");
-    checkBlas(cublasSetStream(r.blas, r.blasStream), "cublasSetStream");
-  }
-  if (order != 101)
-    spmd::gpu::fail("spmdGpuSgemm", "only row-major (CblasRowMajor) operands");
+  cublasHandle_t blas = blasHandle("spmdGpuSgemm", order);
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap
   // the operands and keep the transposition flags.
-  checkBlas(cublasSetStream(r.blas, inProgram ? r.programStream : r.blasStream),
-            "cublasSetStream");
-  auto op = [](int32_t t) { return t == 112 ? CUBLAS_OP_T : CUBLAS_OP_N; };
-  checkBlas(cublasSgemm(r.blas, op(transB), op(transA), n, m, k, &alpha,
+  checkBlas(cublasSgemm(blas, blasOp(transB), blasOp(transA), n, m, k, &alpha,
                         static_cast<const float *>(ptr(b)), ldb,
                         static_cast<const float *>(ptr(a)), lda, &beta,
                         static_cast<float *>(ptr(c)), ldc),
             "cublasSgemm");
-  // Inside a program the matmul is ordered on its stream; outside, it is
-  // complete when the call returns.
-  if (!inProgram)
-    spmd::gpu::checkCu(cuStreamSynchronize(r.blasStream),
-                       "cuStreamSynchronize (sgemm)");
+  blasDone("cuStreamSynchronize (sgemm)");
+}
+
+void spmdGpuSgemmStridedBatched(int32_t order, int32_t transA, int32_t transB,
+                                int32_t m, int32_t n, int32_t k, float alpha,
+                                int64_t a, int32_t lda, int64_t strideA,
+                                int64_t b, int32_t ldb, int64_t strideB,
+                                float beta, int64_t c, int32_t ldc,
+                                int64_t strideC, int32_t batch) {
+  cublasHandle_t blas = blasHandle("spmdGpuSgemmStridedBatched", order);
+  checkBlas(cublasSgemmStridedBatched(
+                blas, blasOp(transB), blasOp(transA), n, m, k, &alpha,
+                static_cast<const float *>(ptr(b)), ldb, strideB,
+                static_cast<const float *>(ptr(a)), lda, strideA, &beta,
+                static_cast<float *>(ptr(c)), ldc, strideC, batch),
+            "cublasSgemmStridedBatched");
+  blasDone("cuStreamSynchronize (strided-batched sgemm)");
 }
 
 } // extern "C"

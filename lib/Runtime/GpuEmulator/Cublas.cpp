@@ -2,8 +2,11 @@
 //
 // The cuBLAS API libSpmdGpuRuntime uses, as libcublas.so.13 (see
 // Emulator.h; its symbols carry cuBLAS's version node, libcublas.so.13):
-// handles with a stream, and column-major sgemm run on that stream by
-// OpenBLAS. Operands must be device memory, as on a GPU.
+// handles with a stream and a math mode, column-major sgemm (one matrix or
+// a strided batch: one GEMM call counted) run on that stream by OpenBLAS.
+// Operands must be device memory, as on a GPU. In TF32 mode the operands
+// are rounded to TF32 first (10 mantissa bits, to nearest even), as the
+// tensor cores read them, so its numerics are those of a GPU's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +14,9 @@
 
 #include <cublas_v2.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 extern "C" void cblas_sgemm(int order, int transA, int transB, int m, int n,
                             int k, float alpha, const float *a, int lda,
@@ -20,6 +25,7 @@ extern "C" void cblas_sgemm(int order, int transA, int transB, int m, int n,
 
 struct cublasContext {
   CUstream stream = nullptr;
+  bool tf32 = false;
 };
 
 namespace {
@@ -35,9 +41,55 @@ void requireDevice(const float *p, int rows, int cols, int ld,
                     " is not (entirely) device memory");
 }
 
+/// `x` rounded to TF32: 10 mantissa bits, to nearest even (NaN and
+/// infinity kept).
+float toTf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) {
+    uint32_t lsb = (bits >> 13) & 1u;
+    bits += 0xfffu + lsb;
+    bits &= ~0x1fffu;
+  }
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+/// A column-major `rows` x `cols` matrix (leading dimension `ld`) rounded
+/// to TF32, packed with leading dimension `rows`.
+std::vector<float> roundedTf32(const float *p, int rows, int cols, int ld) {
+  std::vector<float> out(size_t(rows) * size_t(cols));
+  for (int j = 0; j < cols; ++j)
+    for (int i = 0; i < rows; ++i)
+      out[size_t(j) * rows + i] = toTf32(p[size_t(j) * ld + i]);
+  return out;
+}
+
+/// One column-major GEMM as cuBLAS computes it in `handle`'s math mode.
+void gemm(bool tf32, bool ta, bool tb, int m, int n, int k, float alpha,
+          const float *a, int lda, const float *b, int ldb, float beta,
+          float *c, int ldc) {
+  if (!tf32) {
+    cblas_sgemm(kColMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, m, n,
+                k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+  std::vector<float> ra = roundedTf32(a, ar, ac, lda);
+  std::vector<float> rb = roundedTf32(b, br, bc, ldb);
+  cblas_sgemm(kColMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, m, n,
+              k, alpha, ra.data(), ar > 0 ? ar : 1, rb.data(), br > 0 ? br : 1,
+              beta, c, ldc);
+}
+
 } // namespace
 
 extern "C" {
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  handle->tf32 = (mode & 0xf) == CUBLAS_TF32_TENSOR_OP_MATH;
+  return CUBLAS_STATUS_SUCCESS;
+}
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *handle) {
   *handle = new cublasContext;
@@ -76,9 +128,36 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transA,
   requireDevice(b, tb ? n : k, tb ? k : n, ldb, "B");
   requireDevice(c, m, n, ldc, "C");
   float al = *alpha, be = *beta; // host pointer mode: read at the call
+  bool tf32 = handle->tf32;
   spmd::emu::enqueue(handle->stream, [=] {
-    cblas_sgemm(kColMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, m, n,
-                k, al, a, lda, b, ldb, be, c, ldc);
+    gemm(tf32, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc);
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSgemmStridedBatched(
+    cublasHandle_t handle, cublasOperation_t transA, cublasOperation_t transB,
+    int m, int n, int k, const float *alpha, const float *a, int lda,
+    long long strideA, const float *b, int ldb, long long strideB,
+    const float *beta, float *c, int ldc, long long strideC, int batch) {
+  spmd::emu::count(spmd::emu::Count::Gemm);
+  if (m < 0 || n < 0 || k < 0 || batch < 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  bool ta = transA != CUBLAS_OP_N, tb = transB != CUBLAS_OP_N;
+  if (lda < (ta ? k : m) || ldb < (tb ? n : k) || ldc < m || lda < 1 ||
+      ldb < 1 || ldc < 1)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  for (int i = 0; i < batch; ++i) {
+    requireDevice(a + i * strideA, ta ? k : m, ta ? m : k, lda, "A");
+    requireDevice(b + i * strideB, tb ? n : k, tb ? k : n, ldb, "B");
+    requireDevice(c + i * strideC, m, n, ldc, "C");
+  }
+  float al = *alpha, be = *beta;
+  bool tf32 = handle->tf32;
+  spmd::emu::enqueue(handle->stream, [=] {
+    for (int i = 0; i < batch; ++i)
+      gemm(tf32, ta, tb, m, n, k, al, a + i * strideA, lda, b + i * strideB,
+           ldb, be, c + i * strideC, ldc);
   });
   return CUBLAS_STATUS_SUCCESS;
 }

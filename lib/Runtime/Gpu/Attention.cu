@@ -1,0 +1,36 @@
+//===- Attention.cu - the fused attention kernels, for nvcc ---------------===//
+//
+// The kernel entries of AttentionKernels.cuh, compiled by nvcc into the
+// fatbin libSpmdGpuRuntime loads (GpuAttention.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionKernels.cuh"
+
+using namespace spmd::attention;
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+    spmdAttentionForwardKernel(const float *query, const float *key,
+                               const float *value, const float *mask,
+                               float *out, float *lse, Shape s) {
+  forward(query, key, value, mask, out, lse, s);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+    spmdAttentionBackwardQueryKernel(const float *grad, const float *query,
+                                     const float *key, const float *value,
+                                     const float *out, const float *lse,
+                                     const float *mask, float *gradQuery,
+                                     Shape s) {
+  backwardQuery(grad, query, key, value, out, lse, mask, gradQuery, s);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+    spmdAttentionBackwardKeyValueKernel(const float *grad, const float *query,
+                                        const float *key, const float *value,
+                                        const float *out, const float *lse,
+                                        const float *mask, float *gradKey,
+                                        float *gradValue, Shape s) {
+  backwardKeyValue(grad, query, key, value, out, lse, mask, gradKey, gradValue,
+                   s);
+}

@@ -1,0 +1,32 @@
+//===- AttentionShape.h - what the attention kernels are launched with ----===//
+//
+// Shared by the kernels (AttentionKernels.cuh) and their launcher
+// (GpuAttention.cpp, plain C++): the launch geometry and the kernels' shape
+// parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMD_RUNTIME_GPU_ATTENTIONSHAPE_H
+#define SPMD_RUNTIME_GPU_ATTENTIONSHAPE_H
+
+namespace spmd::attention {
+
+constexpr int kWarp = 32;
+constexpr int kRowsPerBlock = 4; // warps per block, one row each
+constexpr int kThreads = kWarp * kRowsPerBlock;
+constexpr int kTile = 32; // keys (queries) per shared-memory tile
+constexpr int kMaxHead = 128;
+constexpr int kPerLane = kMaxHead / kWarp;
+
+/// Sizes, mask strides (elements; 0 where the mask broadcasts), the scale
+/// and causal, as the kernels take them (by value).
+struct Shape {
+  int B, H, L, S, E, Ev;
+  long long maskB, maskH, maskL;
+  float scale;
+  int causal;
+};
+
+} // namespace spmd::attention
+
+#endif // SPMD_RUNTIME_GPU_ATTENTIONSHAPE_H

@@ -1,0 +1,139 @@
+//===- GpuAttention.cpp - spmdGpuAttentionForward/Backward ----------------===//
+//
+// The fused attention kernels (AttentionKernels.cuh) behind the runtime ABI
+// spmd-lower-attention calls on the GPU path: the CPU path's signatures
+// (SpmdRuntime.h) on device buffers. The kernels come from the fatbin nvcc
+// built into this library (sm_90 code and compute_90 PTX for newer GPUs);
+// under the GPU emulator (its libcuda defines spmdEmuStepBegin) from the
+// host-compiled copies in EmulatedAttention.cpp. Launched on the program
+// stream inside a compiled program; outside one, the call returns when the
+// kernels are done.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionShape.h"
+#include "GpuCommon.h"
+
+#include "Spmd/Runtime/SpmdGpuRuntime.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+
+#ifdef SPMD_HAVE_ATTENTION_FATBIN
+#include "attention_fatbin.h"
+#endif
+
+using namespace spmd::attention;
+
+namespace {
+
+struct Kernels {
+  CUfunction forward = nullptr, backwardQuery = nullptr,
+             backwardKeyValue = nullptr;
+};
+
+const Kernels &kernels() {
+  static Kernels k = [] {
+    spmd::gpu::ensureContext();
+    CUmodule module = nullptr;
+    if (dlsym(RTLD_DEFAULT, "spmdEmuStepBegin")) {
+      spmd::gpu::checkCu(
+          cuModuleLoadData(&module, "spmd-emulated-kernels:spmd_attention"),
+          "cuModuleLoadData (attention kernels, emulated)");
+    } else {
+#ifdef SPMD_HAVE_ATTENTION_FATBIN
+      spmd::gpu::checkCu(cuModuleLoadData(&module, spmd_attention_fatbin),
+                         "cuModuleLoadData (attention kernels)");
+#else
+      spmd::gpu::fail("spmdGpuAttentionForward",
+                      "this libSpmdGpuRuntime was built without nvcc: no GPU "
+                      "attention kernels");
+#endif
+    }
+    Kernels k;
+    spmd::gpu::checkCu(
+        cuModuleGetFunction(&k.forward, module, "spmdAttentionForwardKernel"),
+        "cuModuleGetFunction (attention forward)");
+    spmd::gpu::checkCu(cuModuleGetFunction(&k.backwardQuery, module,
+                                           "spmdAttentionBackwardQueryKernel"),
+                       "cuModuleGetFunction (attention backward, dQ)");
+    spmd::gpu::checkCu(
+        cuModuleGetFunction(&k.backwardKeyValue, module,
+                            "spmdAttentionBackwardKeyValueKernel"),
+        "cuModuleGetFunction (attention backward, dK dV)");
+    return k;
+  }();
+  return k;
+}
+
+Shape shape(const char *what, int64_t B, int64_t H, int64_t L, int64_t S,
+            int64_t E, int64_t Ev, int64_t maskB, int64_t maskH, int64_t maskL,
+            double scale, int64_t causal) {
+  if (E > kMaxHead || Ev > kMaxHead) {
+    char detail[128];
+    std::snprintf(detail, sizeof(detail),
+                  "head dimensions %lld and %lld: at most %d on the GPU",
+                  (long long)E, (long long)Ev, kMaxHead);
+    spmd::gpu::fail(what, detail);
+  }
+  if (B > 65535 || H > 65535)
+    spmd::gpu::fail(what, "more than 65535 batches or heads");
+  return Shape{int(B), int(H), int(L), int(S),       int(E),          int(Ev),
+               maskB,  maskH,  maskL,  float(scale), int(causal != 0)};
+}
+
+void launch(CUfunction f, int64_t rows, int64_t H, int64_t B, void **params,
+            const char *what) {
+  CUstream stream = spmd::gpu::programStream();
+  unsigned blocks = unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  if (blocks == 0)
+    return;
+  spmd::gpu::checkCu(cuLaunchKernel(f, blocks, unsigned(H), unsigned(B),
+                                    kThreads, 1, 1, 0, stream, params, nullptr),
+                     what);
+}
+
+/// Outside a compiled program the call returns when the kernels are done.
+void finish(const char *what) {
+  if (!spmd::gpu::programStream())
+    spmd::gpu::checkCu(cuStreamSynchronize(nullptr), what);
+}
+
+} // namespace
+
+extern "C" {
+
+void spmdGpuAttentionForward(int64_t query, int64_t key, int64_t value,
+                             int64_t mask, int64_t out, int64_t lse, int64_t B,
+                             int64_t H, int64_t L, int64_t S, int64_t E,
+                             int64_t Ev, int64_t maskB, int64_t maskH,
+                             int64_t maskL, double scale, int64_t causal) {
+  const Kernels &k = kernels();
+  Shape s = shape("spmdGpuAttentionForward", B, H, L, S, E, Ev, maskB, maskH,
+                  maskL, scale, causal);
+  void *params[] = {&query, &key, &value, &mask, &out, &lse, &s};
+  launch(k.forward, L, H, B, params, "cuLaunchKernel (attention forward)");
+  finish("cuStreamSynchronize (attention forward)");
+}
+
+void spmdGpuAttentionBackward(int64_t grad, int64_t query, int64_t key,
+                              int64_t value, int64_t out, int64_t lse,
+                              int64_t mask, int64_t gradQuery, int64_t gradKey,
+                              int64_t gradValue, int64_t B, int64_t H,
+                              int64_t L, int64_t S, int64_t E, int64_t Ev,
+                              int64_t maskB, int64_t maskH, int64_t maskL,
+                              double scale, int64_t causal) {
+  const Kernels &k = kernels();
+  Shape s = shape("spmdGpuAttentionBackward", B, H, L, S, E, Ev, maskB, maskH,
+                  maskL, scale, causal);
+  // The kernels' order: grad, query, key, value, out, lse, mask, outputs.
+  void *dq[] = {&grad, &query, &key, &value, &out, &lse, &mask, &gradQuery, &s};
+  void *dkdv[] = {&grad, &query, &key,     &value,     &out,
+                  &lse,  &mask,  &gradKey, &gradValue, &s};
+  launch(k.backwardQuery, L, H, B, dq, "cuLaunchKernel (attention dQ)");
+  launch(k.backwardKeyValue, S, H, B, dkdv, "cuLaunchKernel (attention dK dV)");
+  finish("cuStreamSynchronize (attention backward)");
+}
+
+} // extern "C"
