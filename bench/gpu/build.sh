@@ -106,6 +106,9 @@ gpu grad_step_gpu "$out/local.mlir" "$here/grad_step_bench.cpp" \
   -DB="$B" -DK="$K" -DN="$N"
 gpu train_step_gpu "$out/train_local.mlir" "$here/train_step_main.cpp"
 gpu collectives_gpu "$out/collectives_local.mlir" "$inputs/collectives_main.cpp"
+# spmd.attention / attention_grad (masked, causal) on the runtime's fused
+# kernels, checked against a float64 reference by the driver itself.
+gpu attention_gpu "$inputs/attention.mlir" "$inputs/attention_main.cpp"
 for m in $models; do
   # shellcheck disable=SC2086 # the flags are words
   gpu "${m}_gpu" "$out/${m}_local.mlir" "$inputs/bridge_step_main.cpp" \

@@ -5,7 +5,8 @@
 # path's outputs, its step time, the same step in PyTorch eager on the same
 # GPU, the example train step (5 steps of SGD with momentum, parameters and
 # optimizer state on the GPU) checked against the CPU path, every collective
-# (a group of 1), the programs spmd.compile builds for four PyTorch models
+# (a group of 1), the fused attention kernels against a float64 reference,
+# the programs spmd.compile builds for four PyTorch models
 # (and one under torch.autocast bfloat16) vs the CPU path, and a short
 # table last. A folder built with `build.sh --emulate` runs the same against
 # the GPU emulator (no GPU; PyTorch's row is skipped).
@@ -56,6 +57,9 @@ coll_rc=$?
   > "$out/collectives.txt" 2>&1
 coll_check_rc=$?
 cat "$out/collectives.txt"
+echo "== fused attention kernels (masked, causal; forward and backward) vs a float64 reference"
+timeout 120 "$out/attention_gpu" | tee "$out/attention.txt"
+attention_rc=${PIPESTATUS[0]}
 echo "== spmd.compile programs of 4 PyTorch models (3 steps; one also under autocast bf16) vs the CPU path"
 for m in mlp_sgd norm_adam transformer embed_adamw norm_adam_bf16; do
   echo -n "$m: "
@@ -95,7 +99,10 @@ else
   coll_cell="FAILED (run rc $coll_rc, check rc $coll_check_rc${coll:+, $coll ok})"
 fi
 echo "| collectives (group of 1) | $coll_cell |"
+attention_ok=$(grep -c ': OK$' "$out/attention.txt")
+echo "| fused attention, forward + backward, masked and causal (8 checks) | $attention_ok of 8 OK (rc $attention_rc) |"
 models_ok=$(grep -c ': OK$' "$out/models.txt")
 echo "| spmd.compile programs, 4 models (+1 autocast bf16) vs CPU path | $models_ok of 5 OK |"
 [ "$check" = OK ] && [ "$train" = OK ] && [ "$torch_rc" = 0 ] &&
-  [ "$coll_cell" = "12 of 12 ok" ] && [ "$models_ok" = 5 ]
+  [ "$coll_cell" = "12 of 12 ok" ] && [ "$models_ok" = 5 ] &&
+  [ "$attention_ok" = 8 ] && [ "$attention_rc" = 0 ]

@@ -7,7 +7,8 @@
 // lane cannot overwrite a value another lane has yet to read). When every
 // running thread waits, the scheduler releases whichever group is
 // complete; none being complete is a deadlock, reported with the kernel
-// threads' states.
+// threads' states. Threads that returned count as arrived (as on current
+// GPUs, where exited threads do not hold a barrier up).
 //
 //===----------------------------------------------------------------------===//
 
@@ -165,7 +166,8 @@ void runBlocks(Dim3 grid, Dim3 block, const std::function<void()> &kernel) {
                 ", " + std::to_string(bz) + "): " + std::to_string(barrier) +
                 " threads at a barrier, " + std::to_string(warp) +
                 " at a warp shuffle, " + std::to_string(done) +
-                " returned: not every thread reaches the barrier";
+                " returned: they wait for each other (a barrier or shuffle "
+                "not every thread of the block or warp reaches)";
             spmd::gpu::fail("emulated kernel deadlocks", what.c_str());
           }
         }

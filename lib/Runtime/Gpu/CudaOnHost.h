@@ -6,9 +6,9 @@
 // threadIdx, blockIdx, blockDim, gridDim, __syncthreads and the warp
 // shuffles come from runBlocks, which runs each thread of a block as a
 // fiber: a barrier suspends a thread until every thread of its block has
-// reached it, a shuffle until every lane of its warp has. A block whose
-// threads do not all reach a barrier (some returned) is an error, as on a
-// GPU it is undefined.
+// reached it (threads that returned count as arrived), a shuffle until
+// every lane of its warp has. Threads that wait for each other forever (a
+// shuffle some lanes skip for a barrier) are reported as a deadlock.
 //
 //===----------------------------------------------------------------------===//
 
