@@ -95,8 +95,12 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   attention.gpu = true;
   pm.addPass(spmd::createSpmdLowerAttentionPass(attention));
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeAttentionPass());
-  // As on the CPU, up to buffers.
-  spmd::buildLowerToBuffers(pm);
+  // As on the CPU, up to buffers; optimizer state updated in place (its
+  // buffers' frees, now at other points of the program stream, are reused at
+  // once by the device cache: same stream).
+  spmd::buildLowerToBuffers(pm, [](OpPassManager &pm) {
+    pm.addNestedPass<func::FuncOp>(spmd::createSpmdUpdateStateInPlacePass());
+  });
   // Device buffers; matmuls to cuBLAS; the rest to kernels.
   spmd::ConvertLinalgToBlasPassOptions blas;
   blas.function = "spmdGpuSgemm";
