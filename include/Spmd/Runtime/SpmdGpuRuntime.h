@@ -48,17 +48,18 @@ void spmdGpuSgemmStridedBatched(int32_t order, int32_t transA, int32_t transB,
  * then dK and dV), head dimensions E, Ev <= 128. Ordered on the program
  * stream inside a program; outside one, they return when done. */
 void spmdGpuAttentionForward(int64_t query, int64_t key, int64_t value,
-                             int64_t mask, int64_t out, int64_t lse, int64_t B,
-                             int64_t H, int64_t L, int64_t S, int64_t E,
-                             int64_t Ev, int64_t maskB, int64_t maskH,
-                             int64_t maskL, double scale, int64_t causal);
+                             int64_t mask, int64_t out, int64_t lse,
+                             int64_t batch, int64_t heads, int64_t queries,
+                             int64_t keys, int64_t headDim, int64_t valueDim,
+                             int64_t maskB, int64_t maskH, int64_t maskL,
+                             double scale, int64_t causal);
 void spmdGpuAttentionBackward(int64_t grad, int64_t query, int64_t key,
                               int64_t value, int64_t out, int64_t lse,
                               int64_t mask, int64_t gradQuery, int64_t gradKey,
-                              int64_t gradValue, int64_t B, int64_t H,
-                              int64_t L, int64_t S, int64_t E, int64_t Ev,
-                              int64_t maskB, int64_t maskH, int64_t maskL,
-                              double scale, int64_t causal);
+                              int64_t gradValue, int64_t batch, int64_t heads,
+                              int64_t queries, int64_t keys, int64_t headDim,
+                              int64_t valueDim, int64_t maskB, int64_t maskH,
+                              int64_t maskL, double scale, int64_t causal);
 
 /* A compiled program's host code between these two calls orders all its
  * device work on one stream, the program stream (spmd-gpu-stream-order):

@@ -177,19 +177,22 @@ void spmdSetSgemm(int64_t fortranSgemm);
  * buffers (query B x H x L x E, key B x H x S x E, value B x H x S x Ev,
  * output B x H x L x Ev, log-sum-exp B x H x L; mask 0 or added to the
  * scores with element strides maskB, maskH, maskL, 0 where it broadcasts),
- * the sizes, the scale, and causal (0 or 1, top-left aligned). */
+ * the sizes (batch = B, heads = H, queries = L, keys = S, headDim = E,
+ * valueDim = Ev), the scale, and causal (0 or 1, top-left aligned). The
+ * parameters have no one-letter names: drivers define B, K, N macros. */
 void spmdAttentionForward(int64_t query, int64_t key, int64_t value,
-                          int64_t mask, int64_t out, int64_t lse, int64_t B,
-                          int64_t H, int64_t L, int64_t S, int64_t E,
-                          int64_t Ev, int64_t maskB, int64_t maskH,
-                          int64_t maskL, double scale, int64_t causal);
+                          int64_t mask, int64_t out, int64_t lse, int64_t batch,
+                          int64_t heads, int64_t queries, int64_t keys,
+                          int64_t headDim, int64_t valueDim, int64_t maskB,
+                          int64_t maskH, int64_t maskL, double scale,
+                          int64_t causal);
 void spmdAttentionBackward(int64_t grad, int64_t query, int64_t key,
                            int64_t value, int64_t out, int64_t lse,
                            int64_t mask, int64_t gradQuery, int64_t gradKey,
-                           int64_t gradValue, int64_t B, int64_t H, int64_t L,
-                           int64_t S, int64_t E, int64_t Ev, int64_t maskB,
-                           int64_t maskH, int64_t maskL, double scale,
-                           int64_t causal);
+                           int64_t gradValue, int64_t batch, int64_t heads,
+                           int64_t queries, int64_t keys, int64_t headDim,
+                           int64_t valueDim, int64_t maskB, int64_t maskH,
+                           int64_t maskL, double scale, int64_t causal);
 
 /* Host buffers of compiled CPU programs (HostAllocator.cpp): spmd-lower-to-cpu
  * lowers memref.alloc / memref.dealloc to these (upstream's
