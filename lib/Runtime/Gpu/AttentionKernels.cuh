@@ -67,7 +67,7 @@ __device__ inline int keyEnd(int row0, int rows, const Shape &s) {
 
 /// Copies rows [first, first + kTile) of a [rows x n] matrix into a
 /// shared tile (zeros past the end), all threads of the block together.
-__device__ inline void loadTile(float (*tile)[kMaxHead], const float *m,
+__device__ inline void loadTile(float (*tile)[kTileStride], const float *m,
                                 int first, int rows, int n) {
   for (int idx = threadIdx.x; idx < kTile * n; idx += blockDim.x) {
     int r = idx / n, e = idx % n;
@@ -82,8 +82,8 @@ __device__ inline void loadTile(float (*tile)[kMaxHead], const float *m,
 __device__ inline void forward(const float *query, const float *key,
                                const float *value, const float *mask,
                                float *out, float *lse, Shape s) {
-  __shared__ float sk[kTile][kMaxHead];
-  __shared__ float sv[kTile][kMaxHead];
+  __shared__ float sk[kTile][kTileStride];
+  __shared__ float sv[kTile][kTileStride];
   __shared__ float sq[kRowsPerBlock][kMaxHead];
   int b = blockIdx.z, h = blockIdx.y, row0 = blockIdx.x * kRowsPerBlock;
   int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
@@ -144,8 +144,8 @@ __device__ inline void backwardQuery(const float *grad, const float *query,
                                      const float *out, const float *lse,
                                      const float *mask, float *gradQuery,
                                      Shape s) {
-  __shared__ float sk[kTile][kMaxHead];
-  __shared__ float sv[kTile][kMaxHead];
+  __shared__ float sk[kTile][kTileStride];
+  __shared__ float sv[kTile][kTileStride];
   __shared__ float sq[kRowsPerBlock][kMaxHead];
   __shared__ float sg[kRowsPerBlock][kMaxHead];
   int b = blockIdx.z, h = blockIdx.y, row0 = blockIdx.x * kRowsPerBlock;
@@ -212,8 +212,8 @@ __device__ inline void backwardKeyValue(const float *grad, const float *query,
                                         const float *out, const float *lse,
                                         const float *mask, float *gradKey,
                                         float *gradValue, Shape s) {
-  __shared__ float sq[kTile][kMaxHead];
-  __shared__ float sg[kTile][kMaxHead];
+  __shared__ float sq[kTile][kTileStride];
+  __shared__ float sg[kTile][kTileStride];
   __shared__ float sk[kRowsPerBlock][kMaxHead];
   __shared__ float sv[kRowsPerBlock][kMaxHead];
   __shared__ float sLse[kTile];

@@ -16,6 +16,10 @@ constexpr int kRowsPerBlock = 4; // warps per block, one row each
 constexpr int kThreads = kWarp * kRowsPerBlock;
 constexpr int kTile = 32; // keys (queries) per shared-memory tile
 constexpr int kMaxHead = 128;
+/// A tile row's length in shared memory: one more than kMaxHead, so the 32
+/// lanes reading column e of 32 different rows (lane j scores key j) hit 32
+/// different banks instead of one.
+constexpr int kTileStride = kMaxHead + 1;
 constexpr int kPerLane = kMaxHead / kWarp;
 
 /// Sizes, mask strides (elements; 0 where the mask broadcasts), the scale
