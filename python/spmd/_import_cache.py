@@ -14,6 +14,7 @@ graph imports (and reports) again.
 `SPMD_IMPORT_CACHE=0` turns the cache off.
 """
 
+import functools
 import hashlib
 import importlib.metadata
 import os
@@ -27,7 +28,10 @@ from . import _importer, _progress, _toolchain
 _PACKAGE = Path(__file__).parent
 
 
+@functools.lru_cache(maxsize=None)
 def _versions() -> bytes:
+    """Once per process: the versions and the bridge's sources do not change
+    under a running program."""
     try:
         torch_mlir = importlib.metadata.version("torch-mlir")
     except importlib.metadata.PackageNotFoundError:

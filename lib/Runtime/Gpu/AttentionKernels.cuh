@@ -44,14 +44,18 @@ __device__ inline float warpSum(float v) {
   return v;
 }
 
+__device__ inline float dot(const float *a, const float *b, int n) {
+  float sum = 0.0f;
+  for (int e = 0; e < n; ++e)
+    sum += a[e] * b[e];
+  return sum;
+}
+
 /// The scaled, masked score of query `i` and key `j` from their rows
 /// (`n` elements each), -inf where masked.
 __device__ inline float score(const float *q, const float *k, int n, int i,
                               int j, const float *mask, const Shape &s) {
-  float dot = 0.0f;
-  for (int e = 0; e < n; ++e)
-    dot += q[e] * k[e];
-  float v = dot * s.scale;
+  float v = dot(q, k, n) * s.scale;
   if (mask)
     v += mask[(long long)i * s.maskL + j];
   if (s.causal && j > i)
@@ -77,6 +81,32 @@ __device__ inline void loadTile(float (*tile)[kTileStride], const float *m,
 
 // The kernels' bodies: Attention.cu (nvcc) and EmulatedAttention.cpp (the
 // emulator) wrap each in their kernel entry.
+
+/// acc[t] (element lane + 32 t of a row of `n`) += sum over the tile's rows
+/// jj of lane jj's `w` times tile[jj][element]: the lanes' weights are
+/// broadcast by shuffles, every lane of the warp takes part.
+__device__ inline void accumulateTile(float (&acc)[kPerLane], float w,
+                                      const float (*tile)[kTileStride], int n,
+                                      int lane) {
+  for (int jj = 0; jj < kTile; ++jj) {
+    float wj = __shfl_sync(0xffffffffu, w, jj);
+    for (int t = 0; t < kPerLane; ++t) {
+      int e = lane + t * kWarp;
+      if (e < n)
+        acc[t] += wj * tile[jj][e];
+    }
+  }
+}
+
+/// row[e] = acc[t] * factor for this lane's elements e = lane + 32 t < n.
+__device__ inline void storeRow(float *row, const float (&acc)[kPerLane], int n,
+                                int lane, float factor) {
+  for (int t = 0; t < kPerLane; ++t) {
+    int e = lane + t * kWarp;
+    if (e < n)
+      row[e] = acc[t] * factor;
+  }
+}
 
 /// grid (ceil(L / kRowsPerBlock), H, B), block kThreads.
 __device__ inline void forward(const float *query, const float *key,
@@ -117,23 +147,12 @@ __device__ inline void forward(const float *query, const float *key,
     rowMax = newMax;
     for (int t = 0; t < kPerLane; ++t)
       acc[t] *= rescale;
-    for (int jj = 0; jj < kTile; ++jj) {
-      float pj = __shfl_sync(0xffffffffu, p, jj);
-      for (int t = 0; t < kPerLane; ++t) {
-        int e = lane + t * kWarp;
-        if (e < s.Ev)
-          acc[t] += pj * sv[jj][e];
-      }
-    }
+    accumulateTile(acc, p, sv, s.Ev, lane);
   }
   if (i >= s.L)
     return;
-  float inverse = rowSum > 0.0f ? 1.0f / rowSum : 0.0f;
-  for (int t = 0; t < kPerLane; ++t) {
-    int e = lane + t * kWarp;
-    if (e < s.Ev)
-      out[(bh * s.L + i) * s.Ev + e] = acc[t] * inverse;
-  }
+  storeRow(out + (bh * s.L + i) * s.Ev, acc, s.Ev, lane,
+           rowSum > 0.0f ? 1.0f / rowSum : 0.0f);
   if (lane == 0)
     lse[bh * s.L + i] = rowSum > 0.0f ? rowMax + logf(rowSum) : -INFINITY;
 }
@@ -183,27 +202,13 @@ __device__ inline void backwardQuery(const float *grad, const float *query,
     if (j < end) {
       float x = score(sq[warp], sk[lane], s.E, i, j, m, s);
       float p = x == -INFINITY ? 0.0f : expf(x - rowLse);
-      float dp = 0.0f;
-      for (int e = 0; e < s.Ev; ++e)
-        dp += sg[warp][e] * sv[lane][e];
-      ds = p * (dp - delta);
+      ds = p * (dot(sg[warp], sv[lane], s.Ev) - delta);
     }
-    for (int jj = 0; jj < kTile; ++jj) {
-      float dsj = __shfl_sync(0xffffffffu, ds, jj);
-      for (int t = 0; t < kPerLane; ++t) {
-        int e = lane + t * kWarp;
-        if (e < s.E)
-          acc[t] += dsj * sk[jj][e];
-      }
-    }
+    accumulateTile(acc, ds, sk, s.E, lane);
   }
   if (i >= s.L)
     return;
-  for (int t = 0; t < kPerLane; ++t) {
-    int e = lane + t * kWarp;
-    if (e < s.E)
-      gradQuery[(bh * s.L + i) * s.E + e] = acc[t] * s.scale;
-  }
+  storeRow(gradQuery + (bh * s.L + i) * s.E, acc, s.E, lane, s.scale);
 }
 
 /// dK and dV. grid (ceil(S / kRowsPerBlock), H, B), block kThreads.
@@ -241,12 +246,8 @@ __device__ inline void backwardKeyValue(const float *grad, const float *query,
     loadTile(sq, q, row0, s.L, s.E);
     loadTile(sg, g, row0, s.L, s.Ev);
     for (int r = threadIdx.x; r < kTile; r += blockDim.x) {
-      float d = 0.0f;
-      if (row0 + r < s.L)
-        for (int e = 0; e < s.Ev; ++e)
-          d += g[(long long)(row0 + r) * s.Ev + e] *
-               o[(long long)(row0 + r) * s.Ev + e];
-      sDelta[r] = d;
+      long long row = (long long)(row0 + r) * s.Ev;
+      sDelta[r] = row0 + r < s.L ? dot(g + row, o + row, s.Ev) : 0.0f;
       sLse[r] = row0 + r < s.L ? rows[row0 + r] : -INFINITY;
     }
     __syncthreads();
@@ -257,32 +258,15 @@ __device__ inline void backwardKeyValue(const float *grad, const float *query,
     if (i < s.L && sLse[lane] != -INFINITY) {
       float x = score(sq[lane], sk[warp], s.E, i, j, m, s);
       p = x == -INFINITY ? 0.0f : expf(x - sLse[lane]);
-      float dp = 0.0f;
-      for (int e = 0; e < s.Ev; ++e)
-        dp += sg[lane][e] * sv[warp][e];
-      ds = p * (dp - sDelta[lane]);
+      ds = p * (dot(sg[lane], sv[warp], s.Ev) - sDelta[lane]);
     }
-    for (int ii = 0; ii < kTile; ++ii) {
-      float pi = __shfl_sync(0xffffffffu, p, ii);
-      float dsi = __shfl_sync(0xffffffffu, ds, ii);
-      for (int t = 0; t < kPerLane; ++t) {
-        int e = lane + t * kWarp;
-        if (e < s.Ev)
-          dv[t] += pi * sg[ii][e];
-        if (e < s.E)
-          dk[t] += dsi * sq[ii][e];
-      }
-    }
+    accumulateTile(dv, p, sg, s.Ev, lane);
+    accumulateTile(dk, ds, sq, s.E, lane);
   }
   if (j >= s.S)
     return;
-  for (int t = 0; t < kPerLane; ++t) {
-    int e = lane + t * kWarp;
-    if (e < s.E)
-      gradKey[(bh * s.S + j) * s.E + e] = dk[t] * s.scale;
-    if (e < s.Ev)
-      gradValue[(bh * s.S + j) * s.Ev + e] = dv[t];
-  }
+  storeRow(gradKey + (bh * s.S + j) * s.E, dk, s.E, lane, s.scale);
+  storeRow(gradValue + (bh * s.S + j) * s.Ev, dv, s.Ev, lane, 1.0f);
 }
 
 } // namespace spmd::attention
