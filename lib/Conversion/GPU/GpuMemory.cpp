@@ -39,7 +39,8 @@ constexpr llvm::StringLiteral kHostCopyAttr = "spmd.host_copy";
 /// cast to the memref type (the cast folds away when the rest is lowered to
 /// LLVM). A runtime function returning a memref would need the C
 /// interface, whose wrapper gpu-to-llvm does not generate for declarations.
-Value deviceMemRef(OpBuilder &b, Location loc, MemRefType type, Value address) {
+Value deviceMemRef(OpBuilder &b, Location loc, MemRefType type, Value address,
+                   StringRef identity) {
   MLIRContext *ctx = b.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   Type i64 = b.getI64Type();
@@ -68,9 +69,11 @@ Value deviceMemRef(OpBuilder &b, Location loc, MemRefType type, Value address) {
                                        ArrayRef<int64_t>{4, d});
     stride *= type.getDimSize(d);
   }
-  return UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
-                                            ValueRange{desc})
-      .getResult(0);
+  auto cast = UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
+                                                 ValueRange{desc});
+  // Which runtime buffer this is, for spmd-gpu-fuse-kernels' aliasing.
+  cast->setAttr(spmd::kGpuBufferAttr, b.getStringAttr(identity));
+  return cast.getResult(0);
 }
 
 /// The runtime's device buffer for the state `get` names, as a memref:
@@ -124,7 +127,7 @@ FailureOr<Value> stateBuffer(OpBuilder &b, memref::GetGlobalOp get,
   Value address = func::CallOp::create(b, loc, callee, TypeRange{i64},
                                        ValueRange{name, size, dtype})
                       .getResult(0);
-  return deviceMemRef(b, loc, type, address);
+  return deviceMemRef(b, loc, type, address, ("state:" + get.getName()).str());
 }
 
 /// The runtime's device copy of the constant global `get` reads:
@@ -152,7 +155,8 @@ Value constantBuffer(OpBuilder &b, memref::GetGlobalOp get, ModuleOp module) {
   Value address = func::CallOp::create(b, loc, callee, TypeRange{i64},
                                        ValueRange{hostAddress, size})
                       .getResult(0);
-  return deviceMemRef(b, loc, type, address);
+  return deviceMemRef(b, loc, type, address,
+                      ("constant:" + get.getName()).str());
 }
 
 struct SpmdGpuMemoryPass

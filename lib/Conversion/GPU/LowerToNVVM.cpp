@@ -62,6 +62,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
                      "CUDA driver, NCCL and cuBLAS on the CPU); the host "
                      "code is the same"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> fuseKernels{
+      *this, "fuse-kernels",
+      llvm::cl::desc("fuse the parallel loops that become kernels "
+                     "(spmd-gpu-fuse-kernels): fewer launches"),
+      llvm::cl::init(true)};
 };
 
 /// Reports an invalid pipeline option on the module (a pipeline builder
@@ -116,6 +121,8 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuSerialKernelsPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuParallelLoopsOuterPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  if (options.fuseKernels)
+    pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuFuseKernelsPass());
   pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
       {options.blockSize}, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());

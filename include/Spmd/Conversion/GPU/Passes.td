@@ -135,6 +135,68 @@ def SpmdGpuParallelLoopsOuterPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def SpmdGpuFuseKernelsPass
+    : Pass<"spmd-gpu-fuse-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Fuses the parallel loops that become kernels: fewer launches";
+  let description = [{
+    On the `scf.parallel` loops of a host function that the GPU mapping turns
+    into kernels (part of `spmd-lower-to-nvvm`, after linalg becomes parallel
+    loops and before tiling), so that a step launches fewer, larger kernels
+    (and, where a consumer reads what its producer wrote, keeps the value in
+    a register instead of a round trip through device memory). Two rewrites,
+    both of which keep every element's arithmetic and its order:
+
+    - *Vertical*: a loop whose body a later loop could start with is moved
+      into it: the same non-unit iteration space (equal bounds and steps,
+      dimensions of one iteration dropped, as a fill of `4x6x1` and the
+      `4x6` row reduction that accumulates into it), and every pair of
+      accesses to one buffer of which one writes is a `memref.load`/`store`
+      of the same memref at the same indices in both (the same thread then
+      reads what it wrote itself). Elementwise chains that bufferization
+      left apart and a fill with the reduction it initialises become one
+      loop.
+    - *Horizontal*: consecutive loops that touch no common buffer where one
+      of them writes become one 1-D loop over the sum of their iteration
+      counts; a binary `scf.if` tree on the linear index picks the member,
+      whose indices are delinearized from it. The optimizer's updates of
+      every parameter, independent of each other, become one launch (a
+      multi-tensor kernel, as PyTorch's `foreach` optimizers).
+
+    A loop moves later (to the loop it joins) only past operations that do
+    not touch what it touches; calls (BLAS, collectives), copies and frees of
+    its buffers end a group. Aliasing: two `gpu.alloc`/`memref.alloc`
+    results are different buffers, as are runtime buffers with different
+    `spmd.gpu_buffer` names (`spmd-gpu-memory` tags them) and a fresh
+    allocation and a function argument; views (subview, reshape, cast) are
+    their source's buffer; anything else may alias. Loops with results,
+    nested parallel loops, non-constant bounds, or operations whose memory
+    effects are unknown are left alone.
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%c6) step (%c1) {
+      memref.store %x, %a[%i] : memref<6xf32>
+      scf.reduce
+    }
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c2, %c5) step (%c1, %c1) {
+      memref.store %y, %b[%i, %j] : memref<2x5xf32>
+      scf.reduce
+    }
+    // becomes one loop of 6 + 10 iterations
+    scf.parallel (%k) = (%c0) to (%c16) step (%c1) {
+      %first = arith.cmpi ult, %k, %c6 : index
+      scf.if %first {
+        memref.store %x, %a[%k] : memref<6xf32>
+      } else {
+        // %i, %j = delinearized %k - 6
+        memref.store %y, %b[%i, %j] : memref<2x5xf32>
+      }
+      scf.reduce
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def SpmdGpuStreamOrderPass
     : Pass<"spmd-gpu-stream-order", "::mlir::ModuleOp"> {
   let summary = "Orders a program's device work on one stream; the host "

@@ -1,0 +1,438 @@
+//===- FuseKernels.cpp - fewer, larger GPU kernels ------------------------===//
+//
+// Every top-level `scf.parallel` of a host function becomes one kernel
+// launch. Linalg fusion on tensors leaves many of them apart: a fill and the
+// reduction that accumulates into it, elementwise ops whose results have
+// several users, and the optimizer's per-parameter updates, which are
+// independent of each other. This pass fuses them on buffers, just before the
+// GPU mapping: vertically (a loop moved into the start of a later loop over
+// the same elements, when each thread only reads back what it wrote itself)
+// and horizontally (independent loops as one loop over the concatenation of
+// their iteration spaces). Neither changes any element's arithmetic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Conversion/GPU/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace mlir::spmd {
+#define GEN_PASS_DEF_SPMDGPUFUSEKERNELSPASS
+#include "Spmd/Conversion/GPU/Passes.h.inc"
+} // namespace mlir::spmd
+
+using namespace mlir;
+
+namespace {
+
+/// How far back a loop looks for a producer to take in (loops and other
+/// operations); bounds the pass's cost on long straight-line steps.
+constexpr int kVerticalWindow = 64;
+
+/// The buffer a memref value is a view of, as far as aliasing goes.
+struct Root {
+  enum Kind { Fresh, Named, Unknown };
+  Kind kind;
+  /// The allocation, the name attribute, or the value itself.
+  const void *key;
+  /// An argument of the function (never a fresh allocation).
+  bool argument = false;
+};
+
+Root rootOf(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view || view.getViewSource() == value)
+      break;
+    value = view.getViewSource();
+  }
+  Operation *def = value.getDefiningOp();
+  if (def && isa<gpu::AllocOp, memref::AllocOp, memref::AllocaOp>(def))
+    return {Root::Fresh, def};
+  if (def)
+    if (auto name = def->getAttrOfType<StringAttr>(spmd::kGpuBufferAttr))
+      return {Root::Named, name.getAsOpaquePointer()};
+  bool argument = false;
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    argument = isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  return {Root::Unknown, value.getAsOpaquePointer(), argument};
+}
+
+bool mayAlias(const Root &a, const Root &b) {
+  if (a.kind == Root::Fresh || b.kind == Root::Fresh) {
+    if (a.kind == b.kind)
+      return a.key == b.key;
+    const Root &other = a.kind == Root::Fresh ? b : a;
+    return !(other.kind == Root::Named || other.argument);
+  }
+  if (a.kind == Root::Named && b.kind == Root::Named)
+    return a.key == b.key;
+  return true;
+}
+
+/// One read or write of a buffer; `indexed` for a memref.load/store (whose
+/// indices say which element), otherwise the whole buffer.
+struct Access {
+  Value buffer;
+  Root root;
+  SmallVector<Value> indices;
+  bool write;
+  bool indexed;
+};
+
+/// What an operation (with its regions) does to memory; `opaque` when some
+/// effect is unknown (calls) or not on a buffer.
+struct Footprint {
+  SmallVector<Access> accesses;
+  bool opaque = false;
+
+  bool touchesMemory() const { return opaque || !accesses.empty(); }
+
+  void add(const Footprint &other) {
+    opaque |= other.opaque;
+    accesses.append(other.accesses.begin(), other.accesses.end());
+  }
+};
+
+Footprint footprintOf(Operation *root) {
+  Footprint f;
+  auto add = [&](Value buffer, ValueRange indices, bool write, bool indexed) {
+    f.accesses.push_back({buffer, rootOf(buffer),
+                          SmallVector<Value>(indices.begin(), indices.end()),
+                          write, indexed});
+  };
+  root->walk([&](Operation *op) {
+    if (f.opaque)
+      return WalkResult::interrupt();
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      add(load.getMemRef(), load.getIndices(), false, true);
+      return WalkResult::advance();
+    }
+    if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      add(store.getMemRef(), store.getIndices(), true, true);
+      return WalkResult::advance();
+    }
+    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::advance();
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects) {
+      f.opaque = true;
+      return WalkResult::interrupt();
+    }
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (MemoryEffects::EffectInstance &instance : instances) {
+      // A fresh allocation touches nothing anyone else can see.
+      if (isa<MemoryEffects::Allocate>(instance.getEffect()))
+        continue;
+      Value value = instance.getValue();
+      if (!value || !isa<BaseMemRefType>(value.getType())) {
+        f.opaque = true;
+        return WalkResult::interrupt();
+      }
+      add(value, {}, !isa<MemoryEffects::Read>(instance.getEffect()), false);
+    }
+    return WalkResult::advance();
+  });
+  return f;
+}
+
+bool conflict(const Footprint &a, const Footprint &b) {
+  if (a.opaque || b.opaque)
+    return true;
+  for (const Access &x : a.accesses)
+    for (const Access &y : b.accesses)
+      if ((x.write || y.write) && mayAlias(x.root, y.root))
+        return true;
+  return false;
+}
+
+/// A loop the pass may fuse: no results, no nested parallel loop, constant
+/// bounds and steps, at least one iteration, memory effects all known.
+struct Loop {
+  scf::ParallelOp op;
+  SmallVector<int64_t> lower, upper, step;
+  Footprint footprint;
+
+  int64_t trips(unsigned d) const {
+    return llvm::divideCeil(upper[d] - lower[d], step[d]);
+  }
+  int64_t iterations() const {
+    int64_t n = 1;
+    for (unsigned d = 0; d < lower.size(); ++d)
+      n *= trips(d);
+    return n;
+  }
+  /// The dimensions of more than one iteration.
+  SmallVector<unsigned> wideDims() const {
+    SmallVector<unsigned> dims;
+    for (unsigned d = 0; d < lower.size(); ++d)
+      if (trips(d) != 1)
+        dims.push_back(d);
+    return dims;
+  }
+};
+
+std::optional<Loop> asLoop(Operation *op) {
+  auto loop = dyn_cast<scf::ParallelOp>(op);
+  if (!loop || loop.getNumResults() != 0 || loop.getInitVals().size() != 0)
+    return std::nullopt;
+  Loop result{loop, {}, {}, {}, {}};
+  for (auto [lb, ub, st] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb);
+    std::optional<int64_t> u = getConstantIntValue(ub);
+    std::optional<int64_t> s = getConstantIntValue(st);
+    if (!l || !u || !s || *s <= 0 || *u <= *l)
+      return std::nullopt;
+    result.lower.push_back(*l);
+    result.upper.push_back(*u);
+    result.step.push_back(*s);
+  }
+  bool nested = false;
+  loop.getBody()->walk([&](scf::ParallelOp) { nested = true; });
+  if (nested)
+    return std::nullopt;
+  result.footprint = footprintOf(loop);
+  if (result.footprint.opaque)
+    return std::nullopt;
+  return result;
+}
+
+/// Which element an index of an access inside `loop` names: the iteration
+/// of wide dimension `slot`, or a constant.
+struct IndexKey {
+  bool wide;
+  int64_t value;
+  bool operator==(const IndexKey &o) const {
+    return wide == o.wide && value == o.value;
+  }
+};
+
+std::optional<IndexKey> keyOf(Value index, const Loop &loop) {
+  if (auto arg = dyn_cast<BlockArgument>(index);
+      arg &&
+      arg.getOwner()->getParentOp() == static_cast<Operation *>(loop.op)) {
+    unsigned d = arg.getArgNumber();
+    if (loop.trips(d) == 1)
+      return IndexKey{false, loop.lower[d]};
+    SmallVector<unsigned> wide = loop.wideDims();
+    return IndexKey{true, llvm::find(wide, d) - wide.begin()};
+  }
+  if (std::optional<int64_t> c = getConstantIntValue(index))
+    return IndexKey{false, *c};
+  return std::nullopt;
+}
+
+/// Whether `producer`'s body can run at the start of each iteration of
+/// `consumer`: the same wide iteration space, and every conflicting pair of
+/// accesses is a load/store of one memref at the same element.
+bool canFuseVertically(const Loop &producer, const Loop &consumer) {
+  SmallVector<unsigned> pw = producer.wideDims(), cw = consumer.wideDims();
+  if (pw.size() != cw.size())
+    return false;
+  for (auto [p, c] : llvm::zip(pw, cw))
+    if (producer.lower[p] != consumer.lower[c] ||
+        producer.upper[p] != consumer.upper[c] ||
+        producer.step[p] != consumer.step[c])
+      return false;
+  for (const Access &x : producer.footprint.accesses)
+    for (const Access &y : consumer.footprint.accesses) {
+      if (!(x.write || y.write) || !mayAlias(x.root, y.root))
+        continue;
+      if (!x.indexed || !y.indexed || x.buffer != y.buffer ||
+          x.indices.size() != y.indices.size())
+        return false;
+      for (auto [i, j] : llvm::zip(x.indices, y.indices)) {
+        std::optional<IndexKey> ki = keyOf(i, producer);
+        std::optional<IndexKey> kj = keyOf(j, consumer);
+        if (!ki || !kj || !(*ki == *kj))
+          return false;
+      }
+    }
+  return true;
+}
+
+/// Clones `producer`'s body at the start of `consumer`'s, its wide induction
+/// variables replaced by the consumer's and the others by their only value.
+void fuseVertically(Loop &producer, Loop &consumer) {
+  Block *body = consumer.op.getBody();
+  OpBuilder b(body, body->begin());
+  Location loc = producer.op.getLoc();
+  SmallVector<unsigned> pw = producer.wideDims(), cw = consumer.wideDims();
+  IRMapping map;
+  for (unsigned d = 0; d < producer.lower.size(); ++d) {
+    Value iv = producer.op.getInductionVars()[d];
+    auto it = llvm::find(pw, d);
+    if (it != pw.end())
+      map.map(iv, consumer.op.getInductionVars()[cw[it - pw.begin()]]);
+    else
+      map.map(iv, arith::ConstantIndexOp::create(b, loc, producer.lower[d]));
+  }
+  for (Operation &op : producer.op.getBody()->without_terminator())
+    b.clone(op, map);
+  producer.op->erase();
+  consumer.footprint = footprintOf(consumer.op);
+}
+
+/// The members' bodies as one 1-D loop over the sum of their iteration
+/// counts, placed where the last member was.
+void fuseHorizontally(MutableArrayRef<Loop> members) {
+  scf::ParallelOp last = members.back().op;
+  OpBuilder b(last);
+  SmallVector<Location> locs;
+  SmallVector<int64_t> ends;
+  int64_t total = 0;
+  for (Loop &member : members) {
+    locs.push_back(member.op.getLoc());
+    total += member.iterations();
+    ends.push_back(total);
+  }
+  Location loc = b.getFusedLoc(locs);
+  auto index = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  };
+  // Member k's body for linear index `i` (ends[k - 1] <= i < ends[k]).
+  auto emitMember = [&](OpBuilder &nb, Value i, unsigned k) {
+    Loop &member = members[k];
+    int64_t start = k == 0 ? 0 : ends[k - 1];
+    Value rest =
+        start == 0 ? i : arith::SubIOp::create(nb, loc, i, index(nb, start));
+    IRMapping map;
+    unsigned rank = member.lower.size();
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t n = member.trips(d);
+      Value position;
+      if (n == 1) {
+        position = index(nb, 0);
+      } else if (d == 0) {
+        position = rest;
+      } else {
+        position = arith::RemUIOp::create(nb, loc, rest, index(nb, n));
+        rest = arith::DivUIOp::create(nb, loc, rest, index(nb, n));
+      }
+      Value iv = position;
+      if (member.step[d] != 1)
+        iv = arith::MulIOp::create(nb, loc, iv, index(nb, member.step[d]));
+      if (member.lower[d] != 0)
+        iv = arith::AddIOp::create(nb, loc, iv, index(nb, member.lower[d]));
+      map.map(member.op.getInductionVars()[d], iv);
+    }
+    for (Operation &op : member.op.getBody()->without_terminator())
+      nb.clone(op, map);
+  };
+  // A balanced tree of scf.if on the linear index picks the member.
+  std::function<void(OpBuilder &, Value, unsigned, unsigned)> dispatch =
+      [&](OpBuilder &nb, Value i, unsigned lo, unsigned hi) {
+        if (hi - lo == 1)
+          return emitMember(nb, i, lo);
+        unsigned mid = (lo + hi) / 2;
+        Value first = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult,
+                                            i, index(nb, ends[mid - 1]));
+        scf::IfOp::create(
+            nb, loc, first,
+            [&](OpBuilder &tb, Location) {
+              dispatch(tb, i, lo, mid);
+              scf::YieldOp::create(tb, loc);
+            },
+            [&](OpBuilder &eb, Location) {
+              dispatch(eb, i, mid, hi);
+              scf::YieldOp::create(eb, loc);
+            });
+      };
+  scf::ParallelOp::create(b, loc, ValueRange{index(b, 0)},
+                          ValueRange{index(b, total)}, ValueRange{index(b, 1)},
+                          [&](OpBuilder &nb, Location, ValueRange ivs) {
+                            dispatch(nb, ivs.front(), 0, members.size());
+                          });
+  for (Loop &member : members)
+    member.op->erase();
+}
+
+/// Moves each loop into the nearest earlier loop that can start it, when
+/// nothing in between touches what the earlier one touches.
+void fuseBlockVertically(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  DenseMap<Operation *, Loop> loops;
+  for (Operation *op : ops)
+    if (std::optional<Loop> loop = asLoop(op))
+      loops.try_emplace(op, std::move(*loop));
+  DenseSet<Operation *> erased;
+  for (unsigned k = 0; k < ops.size(); ++k) {
+    auto consumer = loops.find(ops[k]);
+    if (consumer == loops.end())
+      continue;
+    Footprint between;
+    for (int j = int(k) - 1; j >= 0 && int(k) - j <= kVerticalWindow; --j) {
+      if (erased.contains(ops[j]))
+        continue;
+      auto producer = loops.find(ops[j]);
+      if (producer != loops.end() &&
+          !conflict(producer->second.footprint, between) &&
+          canFuseVertically(producer->second, consumer->second)) {
+        fuseVertically(producer->second, consumer->second);
+        erased.insert(ops[j]);
+        loops.erase(producer);
+        // The consumer may now take in an earlier producer too.
+        between = Footprint();
+        j = int(k);
+        continue;
+      }
+      Footprint f = producer != loops.end() ? producer->second.footprint
+                                            : footprintOf(ops[j]);
+      if (f.opaque)
+        break;
+      between.add(f);
+    }
+  }
+}
+
+/// Groups consecutive independent loops and fuses each group into one.
+void fuseBlockHorizontally(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  SmallVector<Loop, 8> group;
+  Footprint groupFootprint;
+  auto flush = [&]() {
+    if (group.size() > 1)
+      fuseHorizontally(group);
+    group.clear();
+    groupFootprint = Footprint();
+  };
+  for (Operation *op : ops) {
+    if (std::optional<Loop> loop = asLoop(op)) {
+      if (conflict(groupFootprint, loop->footprint))
+        flush();
+      groupFootprint.add(loop->footprint);
+      group.push_back(std::move(*loop));
+      continue;
+    }
+    Footprint f = footprintOf(op);
+    if (f.touchesMemory() && conflict(groupFootprint, f))
+      flush();
+  }
+  flush();
+}
+
+struct SpmdGpuFuseKernelsPass
+    : public spmd::impl::SpmdGpuFuseKernelsPassBase<SpmdGpuFuseKernelsPass> {
+  void runOnOperation() override {
+    for (Block &block : getOperation().getBody()) {
+      fuseBlockVertically(block);
+      fuseBlockHorizontally(block);
+    }
+  }
+};
+
+} // namespace
