@@ -15,6 +15,7 @@
 #include "Spmd/Conversion/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -120,7 +121,11 @@ Footprint footprintOf(Operation *root) {
       add(store.getMemRef(), store.getIndices(), true, true);
       return WalkResult::advance();
     }
-    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+    // An index check (a gather's bounds) only decides whether the program
+    // stops: running it earlier or later in a fused kernel is the same
+    // program (its modelled write of a global resource is not a buffer's).
+    if (isa<cf::AssertOp>(op) ||
+        op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
       return WalkResult::advance();
     auto effects = dyn_cast<MemoryEffectOpInterface>(op);
     if (!effects) {

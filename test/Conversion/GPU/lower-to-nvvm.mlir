@@ -13,8 +13,9 @@
 // RUN: FileCheck %s --check-prefix=LL < %t.ll
 
 // Host code (spmd-gpu-stream-order): device buffers, the forward matmul on
-// cuBLAS, the kernels (elementwise; the 0-d fill; the full sum of this
-// rank's 32 values, one thread's work), the gradient matmul, then the two
+// cuBLAS, the kernels (the elementwise ones fused into one; the 0-d fill
+// and the full sum of this rank's 32 values, one thread's work, fused into
+// another: spmd-gpu-fuse-kernels), the gradient matmul, then the two
 // all-reduces (loss, gradient), all ordered on the program stream: the host
 // waits once, at the end.
 // CHECK-LABEL: llvm.func @grad_step(
@@ -37,7 +38,7 @@
 // CHECK-NOT: llvm.call @mgpuStreamSynchronize
 // CHECK-LABEL: llvm.func @_mlir_ciface_grad_step(
 // Every kernel is a cubin for sm_90, with the PTX ISA named explicitly.
-// CHECK-COUNT-4: gpu.binary @grad_step_kernel{{(_[0-9])?}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx86">, {{.*}}bin = "\7FELF
+// CHECK-COUNT-2: gpu.binary @grad_step_kernel{{(_[0-9])?}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx86">, {{.*}}bin = "\7FELF
 // CHECK-NOT: gpu.binary
 
 // LL-DAG: declare ptr @mgpuModuleLoad(ptr, i64)

@@ -1,0 +1,263 @@
+// RUN: spmd-gpu-opt %s --pass-pipeline='builtin.module(func.func(spmd-gpu-fuse-kernels))' -split-input-file | FileCheck %s
+// In spmd-lower-to-nvvm (on by default, fuse-kernels=0 turns it off): the
+// gradient step's four kernels become two.
+// RUN: spmd-opt %S/Inputs/grad_step.mlir --spmd-distribute \
+// RUN:   | spmd-gpu-opt --spmd-lower-to-nvvm="emulate=1" | FileCheck %s --check-prefix=FUSED
+// RUN: spmd-opt %S/Inputs/grad_step.mlir --spmd-distribute \
+// RUN:   | spmd-gpu-opt --spmd-lower-to-nvvm="emulate=1 fuse-kernels=0" | FileCheck %s --check-prefix=APART
+// FUSED-COUNT-2: gpu.launch_func
+// FUSED-NOT: gpu.launch_func
+// APART-COUNT-4: gpu.launch_func
+// APART-NOT: gpu.launch_func
+
+// A fill (its unit dimension dropped) moves into the row reduction that
+// accumulates into it: each thread initialises its own row, then sums it.
+// CHECK-LABEL: func.func @fill_into_reduction
+// CHECK: %[[OUT:.*]] = gpu.alloc
+// CHECK: scf.parallel (%[[I:.*]]) = (%{{.*}}) to (%{{.*}}) step (%{{.*}}) {
+// CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : index
+// CHECK-NEXT: memref.store %{{.*}}, %[[OUT]][%[[I]], %[[Z]]]
+// CHECK-NEXT: scf.for
+// CHECK-NOT: scf.parallel
+func.func @fill_into_reduction(%x: memref<4x8xf32>) -> memref<4x1xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  %out = gpu.alloc () : memref<4x1xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c1) step (%c1, %c1) {
+    memref.store %zero, %out[%i, %j] : memref<4x1xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    scf.for %k = %c0 to %c8 step %c1 {
+      %v = memref.load %x[%i, %k] : memref<4x8xf32>
+      %acc = memref.load %out[%i, %c0] : memref<4x1xf32>
+      %s = arith.addf %v, %acc : f32
+      memref.store %s, %out[%i, %c0] : memref<4x1xf32>
+    }
+    scf.reduce
+  }
+  return %out : memref<4x1xf32>
+}
+
+// -----
+
+// An elementwise chain: the consumer reads what the producer wrote at the
+// same element, and the producer's index check goes with it.
+// CHECK-LABEL: func.func @chain
+// CHECK: scf.parallel (%[[I:.*]], %[[J:.*]]) =
+// CHECK: cf.assert
+// CHECK: memref.store %{{.*}}, %[[T:.*]][%[[I]], %[[J]]]
+// CHECK: memref.load %[[T]][%[[I]], %[[J]]]
+// CHECK: math.exp
+// CHECK-NOT: scf.parallel
+func.func @chain(%x: memref<4x8xf32>, %n: index) -> memref<4x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %t = gpu.alloc () : memref<4x8xf32>
+  %y = gpu.alloc () : memref<4x8xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
+    %ok = arith.cmpi slt, %i, %n : index
+    cf.assert %ok, "index out of range"
+    %v = memref.load %x[%i, %j] : memref<4x8xf32>
+    %d = arith.addf %v, %v : f32
+    memref.store %d, %t[%i, %j] : memref<4x8xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
+    %v = memref.load %t[%i, %j] : memref<4x8xf32>
+    %e = math.exp %v : f32
+    memref.store %e, %y[%i, %j] : memref<4x8xf32>
+    scf.reduce
+  }
+  return %y : memref<4x8xf32>
+}
+
+// -----
+
+// The consumer reads the producer's result transposed: another thread's
+// element. Neither fusion applies.
+// CHECK-LABEL: func.func @transposed
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+func.func @transposed(%x: memref<4x4xf32>) -> memref<4x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %t = gpu.alloc () : memref<4x4xf32>
+  %y = gpu.alloc () : memref<4x4xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<4x4xf32>
+    memref.store %v, %t[%i, %j] : memref<4x4xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
+    %v = memref.load %t[%j, %i] : memref<4x4xf32>
+    memref.store %v, %y[%i, %j] : memref<4x4xf32>
+    scf.reduce
+  }
+  return %y : memref<4x4xf32>
+}
+
+// -----
+
+// Independent loops of different shapes: one loop over 6 + 10 iterations;
+// the second member's indices are delinearized from the linear index.
+// CHECK-LABEL: func.func @independent
+// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
+// CHECK: scf.parallel (%[[K:.*]]) = (%{{.*}}) to (%[[C16]]) step (%{{.*}}) {
+// CHECK: %[[FIRST:.*]] = arith.cmpi ult, %[[K]], %{{.*}} : index
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[K]]] : memref<6xf32>
+// CHECK: } else {
+// CHECK: %[[R:.*]] = arith.subi %[[K]], %{{.*}} : index
+// CHECK: %[[J:.*]] = arith.remui %[[R]], %{{.*}} : index
+// CHECK: %[[I:.*]] = arith.divui %[[R]], %{{.*}} : index
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[I]], %[[J]]] : memref<2x5xf32>
+// CHECK-NOT: scf.parallel
+func.func @independent(%a: memref<6xf32>) -> memref<2x5xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %x = arith.constant 1.0 : f32
+  %b = gpu.alloc () : memref<2x5xf32>
+  scf.parallel (%i) = (%c0) to (%c6) step (%c1) {
+    memref.store %x, %a[%i] : memref<6xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c2, %c5) step (%c1, %c1) {
+    memref.store %x, %b[%i, %j] : memref<2x5xf32>
+    scf.reduce
+  }
+  return %b : memref<2x5xf32>
+}
+
+// -----
+
+// Three independent updates of named runtime buffers of different sizes
+// (an optimizer's parameters): one loop of 3 + 5 + 7 iterations, the member
+// picked by a balanced tree of two comparisons.
+// CHECK-LABEL: func.func @three_states
+// CHECK-DAG: %[[C15:.*]] = arith.constant 15 : index
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[C15]]) step
+// CHECK-COUNT-2: arith.cmpi ult
+// CHECK-NOT: scf.parallel
+func.func @three_states(%d0: !llvm.struct<(ptr, ptr, i64)>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c5 = arith.constant 5 : index
+  %c7 = arith.constant 7 : index
+  %one = arith.constant 1.0 : f32
+  %w = builtin.unrealized_conversion_cast %d0 : !llvm.struct<(ptr, ptr, i64)> to memref<3xf32> {spmd.gpu_buffer = "state:w"}
+  %b = builtin.unrealized_conversion_cast %d0 : !llvm.struct<(ptr, ptr, i64)> to memref<5xf32> {spmd.gpu_buffer = "state:b"}
+  %s = builtin.unrealized_conversion_cast %d0 : !llvm.struct<(ptr, ptr, i64)> to memref<7xf32> {spmd.gpu_buffer = "state:v"}
+  scf.parallel (%i) = (%c0) to (%c3) step (%c1) {
+    %v = memref.load %w[%i] : memref<3xf32>
+    %n = arith.addf %v, %one : f32
+    memref.store %n, %w[%i] : memref<3xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c5) step (%c1) {
+    %v = memref.load %b[%i] : memref<5xf32>
+    %n = arith.addf %v, %one : f32
+    memref.store %n, %b[%i] : memref<5xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c7) step (%c1) {
+    %v = memref.load %s[%i] : memref<7xf32>
+    %n = arith.addf %v, %one : f32
+    memref.store %n, %s[%i] : memref<7xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// What stops a group: a call (BLAS, a collective), a free of a buffer the
+// group uses, two casts of one runtime buffer, and two arguments (which
+// may be one buffer).
+// CHECK-LABEL: func.func @barriers
+// CHECK-COUNT-2: scf.parallel
+// CHECK: call @opaque
+// CHECK: scf.parallel
+// CHECK-NOT: scf.parallel
+// CHECK: gpu.dealloc
+// CHECK-COUNT-4: scf.parallel
+// CHECK-NOT: scf.parallel
+func.func private @opaque()
+func.func @barriers(%a: memref<4xf32>, %b: memref<4xf32>,
+                    %d0: !llvm.struct<(ptr, ptr, i64)>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %x = arith.constant 1.0 : f32
+  %t = gpu.alloc () : memref<4xf32>
+  // Same shape and independent: one loop (vertically).
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    memref.store %x, %t[%i] : memref<4xf32>
+    scf.reduce
+  }
+  // Reads %t at another element: not fusable with the first.
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %j = arith.subi %c4, %i : index
+    %v = memref.load %t[%j] : memref<4xf32>
+    memref.store %v, %a[%i] : memref<4xf32>
+    scf.reduce
+  }
+  call @opaque() : () -> ()
+  scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+    memref.store %x, %t[%c0] : memref<4xf32>
+    scf.reduce
+  }
+  gpu.dealloc %t : memref<4xf32>
+  scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+    memref.store %x, %a[%c1] : memref<4xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+    memref.store %x, %b[%c0] : memref<4xf32>
+    scf.reduce
+  }
+  %s1 = builtin.unrealized_conversion_cast %d0 : !llvm.struct<(ptr, ptr, i64)> to memref<f32> {spmd.gpu_buffer = "state:s"}
+  %s2 = builtin.unrealized_conversion_cast %d0 : !llvm.struct<(ptr, ptr, i64)> to memref<f32> {spmd.gpu_buffer = "state:s"}
+  scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+    memref.store %x, %s1[] : memref<f32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+    %v = memref.load %s2[] : memref<f32>
+    memref.store %v, %b[%c1] : memref<4xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Loops the pass does not touch: dynamic bounds.
+// CHECK-LABEL: func.func @dynamic
+// CHECK-COUNT-2: scf.parallel
+func.func @dynamic(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = arith.constant 1.0 : f32
+  %t = gpu.alloc (%n) : memref<?xf32>
+  %u = gpu.alloc (%n) : memref<?xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %x, %t[%i] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %x, %u[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
