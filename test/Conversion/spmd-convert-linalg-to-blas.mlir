@@ -111,3 +111,29 @@ func.func @batched_transposed(%a: memref<6x8x4xf32>, %b: memref<6x5x4xf32>, %c: 
       ins(%at, %b : memref<6x4x8xf32>, memref<6x5x4xf32>) outs(%c : memref<6x8x5xf32>)
   return
 }
+
+// Autocast's matmuls (bf16 operands into an f32 result) go to the bf16
+// functions when they are named (the GPU lowering: cublasGemmEx), with the
+// operands' offsets counted in 2-byte elements; without them they stay
+// linalg (the default CHECK run).
+// RUN: spmd-opt %s --spmd-convert-linalg-to-blas="function=spmdGpuSgemm batched-function=spmdGpuSgemmStridedBatched bf16-function=spmdGpuGemmBf16 bf16-batched-function=spmdGpuGemmBf16StridedBatched" --cse | FileCheck %s --check-prefix=BF16
+// CHECK-LABEL: func.func @bf16
+// CHECK: linalg.matmul
+// CHECK: linalg.batch_matmul
+// BF16-LABEL: func.func @bf16
+// BF16: %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %{{.*}} : memref<8x4xbf16, strided<[4, 1], offset: ?>>
+// BF16: %[[TWO:.*]] = arith.constant 2 : index
+// BF16: arith.muli %[[OFF]], %[[TWO]] : index
+// BF16: call @spmdGpuGemmBf16(
+// BF16: call @spmdGpuGemmBf16StridedBatched(
+// BF16-NOT: linalg.matmul
+// BF16-NOT: linalg.batch_matmul
+func.func @bf16(%a: memref<8x4xbf16, strided<[4, 1], offset: ?>>, %b: memref<4x6xbf16>,
+                %c: memref<8x6xf32>, %x: memref<3x8x4xbf16>,
+                %y: memref<3x4x5xbf16>, %z: memref<3x8x5xf32>) {
+  linalg.matmul ins(%a, %b : memref<8x4xbf16, strided<[4, 1], offset: ?>>, memref<4x6xbf16>)
+                outs(%c : memref<8x6xf32>)
+  linalg.batch_matmul ins(%x, %y : memref<3x8x4xbf16>, memref<3x4x5xbf16>)
+                      outs(%z : memref<3x8x5xf32>)
+  return
+}

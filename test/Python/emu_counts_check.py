@@ -3,12 +3,12 @@
 that gpu_emulated_step.py leaves in DIR) against upper bounds, so that a
 change that adds kernel launches, host waits or allocations to a step fails.
 
-    emu_counts_check.py DIR CASE:KEY=MAX,KEY=MAX... ...
+    emu_counts_check.py DIR CASE:KEY=MAX,KEY>=MIN... ...
 
 For each CASE, the steps after the first (which also allocates and uploads
 the state) and before the last (after which the driver reads the state
 back), the largest count over those steps and the ranks; prints one line
-per CASE: `CASE: key N (max M) ...: OK` or `...: OVER`.
+per CASE: `CASE: key N (max M) ...: OK` or `...: OUT OF BOUNDS`.
 """
 
 import sys
@@ -52,14 +52,21 @@ def main():
         worst = steady_counts(work, case)
         parts, ok = [], True
         for item in bounds.split(","):
-            key, limit = item.split("=")
+            # KEY=MAX, or KEY>=MIN for work that must stay where it is (GEMMs
+            # on cuBLAS, not loop kernels).
+            at_least = ">=" in item
+            key, limit = item.split(">=" if at_least else "=")
             if key not in KEYS:
                 raise SystemExit(f"unknown count {key}")
             have = worst.get(key, 0)
-            ok &= have <= int(limit)
-            parts.append(f"{key} {have} (max {limit})")
+            if at_least:
+                ok &= have >= int(limit)
+                parts.append(f"{key} {have} (min {limit})")
+            else:
+                ok &= have <= int(limit)
+                parts.append(f"{key} {have} (max {limit})")
         failed |= not ok
-        print(f"{case}: {', '.join(parts)}: {'OK' if ok else 'OVER'}")
+        print(f"{case}: {', '.join(parts)}: {'OK' if ok else 'OUT OF BOUNDS'}")
     sys.exit(1 if failed else 0)
 
 

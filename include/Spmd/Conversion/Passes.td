@@ -93,7 +93,11 @@ def ConvertLinalgToBlasPass
     matmul is one call of that function instead of a loop: the arguments
     above, each matrix's batch stride (i64, elements) after its leading
     dimension, and the batch count (i32) last, as
-    `cublasSgemmStridedBatched` takes them.
+    `cublasSgemmStridedBatched` takes them. With `bf16-function` (and
+    `bf16-batched-function`), matmuls of bf16 operands into an f32 result
+    (what autocast's matmuls are after lowering: products widened,
+    accumulated in f32) become calls of those functions instead, same
+    arguments (element offsets in bf16 elements for A and B).
 
     ```mlir
     linalg.matmul ins(%a, %b : memref<64x128xf32>, memref<128x32xf32>)
@@ -113,7 +117,16 @@ def ConvertLinalgToBlasPass
            "wait each)">,
     Option<"batchedFunction", "batched-function", "std::string", "\"\"",
            "with `batched`, one call of this strided-batched function per "
-           "batched matmul instead of a loop of `function` calls">
+           "batched matmul instead of a loop of `function` calls">,
+    Option<"bf16Function", "bf16-function", "std::string", "\"\"",
+           "also matmuls of bf16 operands into an f32 result (autocast), "
+           "through this function (the same signature; A and B addresses "
+           "of bf16 matrices, e.g. spmdGpuGemmBf16: cublasGemmEx)">,
+    Option<"bf16BatchedFunction", "bf16-batched-function", "std::string",
+           "\"\"",
+           "the strided-batched function for bf16 batched matmuls "
+           "(spmdGpuGemmBf16StridedBatched); without it they are left to "
+           "the loop lowering">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",

@@ -43,6 +43,21 @@ void spmdGpuSgemmStridedBatched(int32_t order, int32_t transA, int32_t transB,
                                 float beta, int64_t c, int32_t ldc,
                                 int64_t strideC, int32_t batch);
 
+/* spmdGpuSgemm with bf16 A and B and an f32 C, computed in f32
+ * (cublasGemmEx: CUDA_R_16BF operands, CUBLAS_COMPUTE_32F); the strided
+ * batch as spmdGpuSgemmStridedBatched (strides in elements). */
+void spmdGpuGemmBf16(int32_t order, int32_t transA, int32_t transB, int32_t m,
+                     int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
+                     int64_t b, int32_t ldb, float beta, int64_t c,
+                     int32_t ldc);
+void spmdGpuGemmBf16StridedBatched(int32_t order, int32_t transA,
+                                   int32_t transB, int32_t m, int32_t n,
+                                   int32_t k, float alpha, int64_t a,
+                                   int32_t lda, int64_t strideA, int64_t b,
+                                   int32_t ldb, int64_t strideB, float beta,
+                                   int64_t c, int32_t ldc, int64_t strideC,
+                                   int32_t batch);
+
 /* spmdAttentionForward / spmdAttentionBackward (SpmdRuntime.h) on device
  * buffers: fused flash-attention kernels (one forward, two backward: dQ,
  * then dK and dV), head dimensions E, Ev <= 128. Ordered on the program

@@ -113,6 +113,9 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   // one cuBLAS strided-batched GEMM, not a loop of calls.
   blas.batched = true;
   blas.batchedFunction = "spmdGpuSgemmStridedBatched";
+  // Autocast's bf16 matmuls (f32 accumulation) through cublasGemmEx.
+  blas.bf16Function = "spmdGpuGemmBf16";
+  blas.bf16BatchedFunction = "spmdGpuGemmBf16StridedBatched";
   pm.addPass(spmd::createConvertLinalgToBlasPass(blas));
   // Scalars the host would read back from the device (optimizer step
   // counters) computed in the kernels that use them.

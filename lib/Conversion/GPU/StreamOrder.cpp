@@ -31,6 +31,8 @@ namespace {
 bool isStreamOrdered(StringRef callee) {
   static const llvm::StringSet<> names = {"spmdGpuSgemm",
                                           "spmdGpuSgemmStridedBatched",
+                                          "spmdGpuGemmBf16",
+                                          "spmdGpuGemmBf16StridedBatched",
                                           "spmdAllReduceStart",
                                           "spmdBroadcastStart",
                                           "spmdAllGatherStart",

@@ -41,12 +41,12 @@ struct ConvertLinalgToBlasPass
       convert(op, module);
   }
 
-  /// An f32 buffer of `rank` dimensions whose rows are contiguous (inner
+  /// A buffer of `rank` dimensions whose rows are contiguous (inner
   /// stride 1): BLAS takes each matrix as a pointer and a leading
   /// dimension.
-  static bool isRowContiguousF32(Value v, int64_t rank) {
+  static bool isRowContiguous(Value v, int64_t rank) {
     auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type || !type.getElementType().isF32() || type.getRank() != rank)
+    if (!type || type.getRank() != rank)
       return false;
     if (type.getLayout().isIdentity())
       return true;
@@ -89,9 +89,22 @@ struct ConvertLinalgToBlasPass
     bool batched = isa<linalg::BatchMatmulOp>(op);
     int64_t rank = batched ? 3 : 2;
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-        !isRowContiguousF32(op.getDpsInputs()[0], rank) ||
-        !isRowContiguousF32(op.getDpsInputs()[1], rank) ||
-        !isRowContiguousF32(op.getDpsInits()[0], rank))
+        !isRowContiguous(op.getDpsInputs()[0], rank) ||
+        !isRowContiguous(op.getDpsInputs()[1], rank) ||
+        !isRowContiguous(op.getDpsInits()[0], rank))
+      return;
+    // f32 throughout, or (with bf16-function) bf16 operands accumulated into
+    // f32, as autocast's matmuls.
+    auto element = [](Value v) {
+      return cast<MemRefType>(v.getType()).getElementType();
+    };
+    Type ta = element(op.getDpsInputs()[0]), tb = element(op.getDpsInputs()[1]),
+         tc = element(op.getDpsInits()[0]);
+    bool bf16 = ta.isBF16() && tb.isBF16() && tc.isF32();
+    if (!(ta.isF32() && tb.isF32() && tc.isF32()) && !bf16)
+      return;
+    if (bf16 &&
+        (bf16Function.empty() || (batched && bf16BatchedFunction.empty())))
       return;
     // Plain multiply-add bodies only (no casts between element types).
     if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation()))
@@ -129,24 +142,25 @@ struct ConvertLinalgToBlasPass
     // offset of the first matrix, the batch stride and the row stride (a
     // slice of columns has a row stride larger than its width).
     struct Matrix {
-      Value base, offset, batchStride, lead;
+      Value base, offset, batchStride, lead, bytes;
     };
     auto matrix = [&](Value v) {
       auto meta = memref::ExtractStridedMetadataOp::create(b, loc, v);
       Value base = memref::ExtractAlignedPointerAsIndexOp::create(
           b, loc, meta.getBaseBuffer());
       auto strides = meta.getStrides();
+      int64_t width = element(v).getIntOrFloatBitWidth() / 8;
       return Matrix{base, meta.getOffset(), batched ? strides[0] : Value(),
-                    i32(strides[rank - 2])};
+                    i32(strides[rank - 2]),
+                    arith::ConstantIndexOp::create(b, loc, width)};
     };
-    Value four = arith::ConstantIndexOp::create(b, loc, 4);
     auto address = [&](const Matrix &x, Value batch) {
       Value offset = x.offset;
       if (batch)
         offset = arith::AddIOp::create(
             b, loc, offset,
             arith::MulIOp::create(b, loc, batch, x.batchStride));
-      Value bytes = arith::MulIOp::create(b, loc, offset, four);
+      Value bytes = arith::MulIOp::create(b, loc, offset, x.bytes);
       Value address = arith::AddIOp::create(b, loc, x.base, bytes);
       return arith::IndexCastOp::create(b, loc, b.getI64Type(), address)
           .getResult();
@@ -160,7 +174,9 @@ struct ConvertLinalgToBlasPass
     Value rowMajor = constI32(kRowMajor);
     Value opA = constI32(transA ? kTrans : kNoTrans);
     Value opB = constI32(transB ? kTrans : kNoTrans);
-    StringRef name = function;
+    StringRef name = bf16 ? StringRef(bf16Function) : StringRef(function);
+    StringRef batchedName =
+        bf16 ? StringRef(bf16BatchedFunction) : StringRef(batchedFunction);
     auto declare = [&](StringRef callee, ValueRange args) {
       if (module.lookupSymbol<func::FuncOp>(callee))
         return;
@@ -192,7 +208,7 @@ struct ConvertLinalgToBlasPass
       return arith::IndexCastOp::create(b, loc, b.getI64Type(), index)
           .getResult();
     };
-    if (batched && !batchedFunction.empty()) {
+    if (batched && !batchedName.empty()) {
       // One strided-batched GEMM: each matrix after the first is its batch
       // stride further on.
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -214,8 +230,8 @@ struct ConvertLinalgToBlasPass
                               mc.lead,
                               i64(mc.batchStride),
                               dim(c, 0)};
-      declare(batchedFunction, args);
-      func::CallOp::create(b, loc, batchedFunction, TypeRange{}, args);
+      declare(batchedName, args);
+      func::CallOp::create(b, loc, batchedName, TypeRange{}, args);
     } else if (batched) {
       // One GEMM per matrix of the batch.
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);

@@ -1158,4 +1158,31 @@ void spmdGpuSgemmStridedBatched(int32_t order, int32_t transA, int32_t transB,
   blasDone("cuStreamSynchronize (strided-batched sgemm)");
 }
 
+void spmdGpuGemmBf16(int32_t order, int32_t transA, int32_t transB, int32_t m,
+                     int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
+                     int64_t b, int32_t ldb, float beta, int64_t c,
+                     int32_t ldc) {
+  spmdGpuGemmBf16StridedBatched(order, transA, transB, m, n, k, alpha, a, lda,
+                                0, b, ldb, 0, beta, c, ldc, 0, 1);
+}
+
+void spmdGpuGemmBf16StridedBatched(int32_t order, int32_t transA,
+                                   int32_t transB, int32_t m, int32_t n,
+                                   int32_t k, float alpha, int64_t a,
+                                   int32_t lda, int64_t strideA, int64_t b,
+                                   int32_t ldb, int64_t strideB, float beta,
+                                   int64_t c, int32_t ldc, int64_t strideC,
+                                   int32_t batch) {
+  cublasHandle_t blas = blasHandle("spmdGpuGemmBf16StridedBatched", order);
+  // bf16 operands, f32 result and accumulation (as autocast's matmuls:
+  // the result is rounded to bf16 by the program after).
+  checkBlas(cublasGemmStridedBatchedEx(
+                blas, blasOp(transB), blasOp(transA), n, m, k, &alpha, ptr(b),
+                CUDA_R_16BF, ldb, strideB, ptr(a), CUDA_R_16BF, lda, strideA,
+                &beta, ptr(c), CUDA_R_32F, ldc, strideC, batch,
+                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmStridedBatchedEx (bf16)");
+  blasDone("cuStreamSynchronize (bf16 gemm)");
+}
+
 } // extern "C"

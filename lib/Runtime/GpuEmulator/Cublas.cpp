@@ -3,7 +3,10 @@
 // The cuBLAS API libSpmdGpuRuntime uses, as libcublas.so.13 (see
 // Emulator.h; its symbols carry cuBLAS's version node, libcublas.so.13):
 // handles with a stream and a math mode, column-major sgemm (one matrix or
-// a strided batch: one GEMM call counted) run on that stream by OpenBLAS.
+// a strided batch: one GEMM call counted) run on that stream by OpenBLAS,
+// and cublasGemmEx / cublasGemmStridedBatchedEx with bf16 or f32 operands,
+// an f32 result and f32 computation (the bf16 values widened exactly, then
+// the same sgemm).
 // Operands must be device memory, as on a GPU. In TF32 mode the operands
 // are rounded to TF32 first (10 mantissa bits, to nearest even), as the
 // tensor cores read them, so its numerics are those of a GPU's.
@@ -32,10 +35,10 @@ namespace {
 
 constexpr int kColMajor = 102, kNoTrans = 111, kTrans = 112;
 
-void requireDevice(const float *p, int rows, int cols, int ld,
-                   const char *what) {
-  // Column-major: `cols` columns of `ld` floats, the last one `rows` long.
-  size_t bytes = cols ? (size_t(cols - 1) * ld + rows) * sizeof(float) : 0;
+void requireDevice(const void *p, int rows, int cols, int ld, const char *what,
+                   size_t element = sizeof(float)) {
+  // Column-major: `cols` columns of `ld` elements, the last one `rows` long.
+  size_t bytes = cols ? (size_t(cols - 1) * ld + rows) * element : 0;
   if (bytes && !spmd::emu::isDeviceMemory(p, bytes))
     spmd::emu::fail(std::string("cublasSgemm: ") + what +
                     " is not (entirely) device memory");
@@ -81,6 +84,52 @@ void gemm(bool tf32, bool ta, bool tb, int m, int n, int k, float alpha,
               k, alpha, ra.data(), ar > 0 ? ar : 1, rb.data(), br > 0 ? br : 1,
               beta, c, ldc);
 }
+
+/// A column-major `rows` x `cols` bf16 matrix (leading dimension `ld`)
+/// widened to f32 (exact), packed with leading dimension `rows`.
+std::vector<float> widenedBf16(const uint16_t *p, int rows, int cols, int ld) {
+  std::vector<float> out(size_t(rows) * size_t(cols));
+  for (int j = 0; j < cols; ++j)
+    for (int i = 0; i < rows; ++i) {
+      uint32_t bits = uint32_t(p[size_t(j) * ld + i]) << 16;
+      std::memcpy(&out[size_t(j) * rows + i], &bits, 4);
+    }
+  return out;
+}
+
+/// Whether cublasGemmEx's types are ones the emulator computes: A and B both
+/// f32 or both bf16, C f32, f32 computation (TF32 variants only with f32
+/// operands).
+bool supportedEx(cudaDataType a, cudaDataType b, cudaDataType c,
+                 cublasComputeType_t compute) {
+  if (c != CUDA_R_32F || a != b || (a != CUDA_R_32F && a != CUDA_R_16BF))
+    return false;
+  return compute == CUBLAS_COMPUTE_32F ||
+         compute == CUBLAS_COMPUTE_32F_PEDANTIC ||
+         (a == CUDA_R_32F && compute == CUBLAS_COMPUTE_32F_FAST_TF32);
+}
+
+/// One column-major GemmEx on operands of type `type` (f32 or bf16): bf16
+/// ones widened, then `gemm` (TF32 rounding leaves bf16 values as they are:
+/// 7 mantissa bits fit in 10).
+void gemmEx(bool tf32, cudaDataType type, bool ta, bool tb, int m, int n, int k,
+            float alpha, const void *a, int lda, const void *b, int ldb,
+            float beta, float *c, int ldc) {
+  if (type == CUDA_R_32F) {
+    gemm(tf32, ta, tb, m, n, k, alpha, static_cast<const float *>(a), lda,
+         static_cast<const float *>(b), ldb, beta, c, ldc);
+    return;
+  }
+  int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+  std::vector<float> wa =
+      widenedBf16(static_cast<const uint16_t *>(a), ar, ac, lda);
+  std::vector<float> wb =
+      widenedBf16(static_cast<const uint16_t *>(b), br, bc, ldb);
+  gemm(false, ta, tb, m, n, k, alpha, wa.data(), ar > 0 ? ar : 1, wb.data(),
+       br > 0 ? br : 1, beta, c, ldc);
+}
+
+size_t elementBytes(cudaDataType type) { return type == CUDA_R_16BF ? 2 : 4; }
 
 } // namespace
 
@@ -158,6 +207,58 @@ cublasStatus_t cublasSgemmStridedBatched(
     for (int i = 0; i < batch; ++i)
       gemm(tf32, ta, tb, m, n, k, al, a + i * strideA, lda, b + i * strideB,
            ldb, be, c + i * strideC, ldc);
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transA,
+                            cublasOperation_t transB, int m, int n, int k,
+                            const void *alpha, const void *a,
+                            cudaDataType aType, int lda, const void *b,
+                            cudaDataType bType, int ldb, const void *beta,
+                            void *c, cudaDataType cType, int ldc,
+                            cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo) {
+  return cublasGemmStridedBatchedEx(handle, transA, transB, m, n, k, alpha, a,
+                                    aType, lda, 0, b, bType, ldb, 0, beta, c,
+                                    cType, ldc, 0, 1, compute, algo);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transA, cublasOperation_t transB,
+    int m, int n, int k, const void *alpha, const void *a, cudaDataType aType,
+    int lda, long long strideA, const void *b, cudaDataType bType, int ldb,
+    long long strideB, const void *beta, void *c, cudaDataType cType, int ldc,
+    long long strideC, int batch, cublasComputeType_t compute,
+    cublasGemmAlgo_t) {
+  spmd::emu::count(spmd::emu::Count::Gemm);
+  if (!supportedEx(aType, bType, cType, compute))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (m < 0 || n < 0 || k < 0 || batch < 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  bool ta = transA != CUBLAS_OP_N, tb = transB != CUBLAS_OP_N;
+  if (lda < (ta ? k : m) || ldb < (tb ? n : k) || ldc < m || lda < 1 ||
+      ldb < 1 || ldc < 1)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  size_t in = elementBytes(aType);
+  auto at = [](const void *p, long long elements, size_t bytes) {
+    return static_cast<const char *>(p) + elements * (long long)bytes;
+  };
+  for (int i = 0; i < batch; ++i) {
+    requireDevice(at(a, i * strideA, in), ta ? k : m, ta ? m : k, lda, "A", in);
+    requireDevice(at(b, i * strideB, in), tb ? n : k, tb ? k : n, ldb, "B", in);
+    requireDevice(static_cast<float *>(c) + i * strideC, m, n, ldc, "C");
+  }
+  float al = *static_cast<const float *>(alpha);
+  float be = *static_cast<const float *>(beta);
+  bool tf32 = handle->tf32 || compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (compute == CUBLAS_COMPUTE_32F_PEDANTIC)
+    tf32 = false;
+  float *out = static_cast<float *>(c);
+  spmd::emu::enqueue(handle->stream, [=] {
+    for (int i = 0; i < batch; ++i)
+      gemmEx(tf32, aType, ta, tb, m, n, k, al, at(a, i * strideA, in), lda,
+             at(b, i * strideB, in), ldb, be, out + i * strideC, ldc);
   });
   return CUBLAS_STATUS_SUCCESS;
 }
