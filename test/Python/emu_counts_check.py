@@ -3,7 +3,7 @@
 that gpu_emulated_step.py leaves in DIR) against upper bounds, so that a
 change that adds kernel launches, host waits or allocations to a step fails.
 
-    emu_counts_check.py DIR CASE:KEY=MAX,KEY>=MIN... ...
+    emu_counts_check.py DIR CASE:KEY=MAX,min-KEY=MIN... ...
 
 For each CASE, the steps after the first (which also allocates and uploads
 the state) and before the last (after which the driver reads the state
@@ -52,10 +52,11 @@ def main():
         worst = steady_counts(work, case)
         parts, ok = [], True
         for item in bounds.split(","):
-            # KEY=MAX, or KEY>=MIN for work that must stay where it is (GEMMs
-            # on cuBLAS, not loop kernels).
-            at_least = ">=" in item
-            key, limit = item.split(">=" if at_least else "=")
+            # KEY=MAX, or min-KEY=MIN for work that must stay where it is
+            # (GEMMs on cuBLAS, not loop kernels).
+            key, limit = item.split("=")
+            at_least = key.startswith("min-")
+            key = key.removeprefix("min-")
             if key not in KEYS:
                 raise SystemExit(f"unknown count {key}")
             have = worst.get(key, 0)

@@ -36,6 +36,10 @@ struct FullReduction {
   Value flatInput(OpBuilder &b) const;
 };
 
+/// The identity of the combiner `op` (arith add/mul/max/min on floats of
+/// `type`: 0, 1, -inf, +inf), or null for another op.
+TypedAttr combinerIdentity(Operation *op, Type type);
+
 /// `op` as a FullReduction, if it is one.
 std::optional<FullReduction> matchFullReduction(linalg::ReduceOp op);
 

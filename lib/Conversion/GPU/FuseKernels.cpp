@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferRoots.h"
 #include "Spmd/Conversion/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -32,52 +33,15 @@ namespace mlir::spmd {
 
 using namespace mlir;
 
+using spmd::mayAlias;
+using spmd::Root;
+using spmd::rootOf;
+
 namespace {
 
 /// How far back a loop looks for a producer to take in (loops and other
 /// operations); bounds the pass's cost on long straight-line steps.
 constexpr int kVerticalWindow = 64;
-
-/// The buffer a memref value is a view of, as far as aliasing goes.
-struct Root {
-  enum Kind { Fresh, Named, Unknown };
-  Kind kind;
-  /// The allocation, the name attribute, or the value itself.
-  const void *key;
-  /// An argument of the function (never a fresh allocation).
-  bool argument = false;
-};
-
-Root rootOf(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view || view.getViewSource() == value)
-      break;
-    value = view.getViewSource();
-  }
-  Operation *def = value.getDefiningOp();
-  if (def && isa<gpu::AllocOp, memref::AllocOp, memref::AllocaOp>(def))
-    return {Root::Fresh, def};
-  if (def)
-    if (auto name = def->getAttrOfType<StringAttr>(spmd::kGpuBufferAttr))
-      return {Root::Named, name.getAsOpaquePointer()};
-  bool argument = false;
-  if (auto arg = dyn_cast<BlockArgument>(value))
-    argument = isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
-  return {Root::Unknown, value.getAsOpaquePointer(), argument};
-}
-
-bool mayAlias(const Root &a, const Root &b) {
-  if (a.kind == Root::Fresh || b.kind == Root::Fresh) {
-    if (a.kind == b.kind)
-      return a.key == b.key;
-    const Root &other = a.kind == Root::Fresh ? b : a;
-    return !(other.kind == Root::Named || other.argument);
-  }
-  if (a.kind == Root::Named && b.kind == Root::Named)
-    return a.key == b.key;
-  return true;
-}
 
 /// One read or write of a buffer; `indexed` for a memref.load/store (whose
 /// indices say which element), otherwise the whole buffer.

@@ -62,6 +62,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
                      "CUDA driver, NCCL and cuBLAS on the CPU); the host "
                      "code is the same"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> rowKernels{
+      *this, "row-kernels",
+      llvm::cl::desc("chains of row reductions and elementwise ops as one "
+                     "kernel of a warp per row (spmd-gpu-row-kernels)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> fuseKernels{
       *this, "fuse-kernels",
       llvm::cl::desc("fuse the parallel loops that become kernels "
@@ -121,6 +126,8 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   // counters) computed in the kernels that use them.
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuScalarsIntoKernelsPass());
   pm.addPass(spmd::createSpmdGpuMemoryPass());
+  if (options.rowKernels)
+    pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuRowKernelsPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuSerialKernelsPass());
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuParallelLoopsOuterPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

@@ -8,11 +8,7 @@
 
 using namespace mlir;
 
-namespace {
-
-/// The identity of the combiner `op` if it is one of add/mul/max/min on
-/// floats.
-TypedAttr identityOf(Operation *op, Type type) {
+TypedAttr spmd::combinerIdentity(Operation *op, Type type) {
   auto ft = dyn_cast<FloatType>(type);
   if (!ft)
     return {};
@@ -27,8 +23,6 @@ TypedAttr identityOf(Operation *op, Type type) {
     return FloatAttr::get(ft, APFloat::getInf(sem, /*Negative=*/false));
   return {};
 }
-
-} // namespace
 
 Value spmd::FullReduction::combine(OpBuilder &b, Value element,
                                    Value accumulator) const {
@@ -71,7 +65,7 @@ spmd::matchFullReduction(linalg::ReduceOp op) {
       !llvm::is_contained(combiner->getOperands(), body.getArgument(1)) ||
       body.getTerminator()->getOperand(0) != combiner->getResult(0))
     return std::nullopt;
-  TypedAttr identity = identityOf(combiner, init.getElementType());
+  TypedAttr identity = combinerIdentity(combiner, init.getElementType());
   if (!identity)
     return std::nullopt;
   return FullReduction{

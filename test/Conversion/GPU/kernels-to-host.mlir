@@ -104,3 +104,66 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Shuffles at the top level of a kernel (a warp's butterfly): the body runs
+// phase by phase, each for every thread of the block before the next; the
+// values a later phase uses (the shuffled operand too) are kept per thread,
+// and a shuffle reads its partner lane's (lane ^ offset, within width and
+// the block).
+// CHECK-LABEL: func.func @__spmd_emu_impl_warp_sum__warp_sum(
+// CHECK: arith.muli
+// CHECK-NEXT: %[[N:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: %[[KEEP:.*]] = memref.alloca(%[[N]]) : memref<?xf32>
+// CHECK: scf.for
+// Phase 0: each thread's value, kept.
+// CHECK: scf.execute_region {
+// CHECK: %[[V:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<64xf32>
+// CHECK: memref.store %[[V]], %[[KEEP]][%[[T0:.*]]] : memref<?xf32>
+// Phase 1: the partner's value.
+// CHECK: scf.execute_region {
+// CHECK: %[[OWN:.*]] = memref.load %[[KEEP]][%[[T1:.*]]] : memref<?xf32>
+// CHECK: %[[LANE:.*]] = arith.remui %[[T1]], %{{.*}} : index
+// CHECK: %[[P:.*]] = arith.xori %[[LANE]], %{{.*}} : index
+// CHECK: %[[SRC:.*]] = arith.addi %{{.*}}, %[[P]] : index
+// CHECK: %[[PICK:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK: memref.load %[[KEEP]][%[[SRC]]]
+// CHECK: } else {
+// CHECK: scf.yield %[[OWN]]
+// CHECK: arith.addf %[[PICK]], %[[OWN]]
+// CHECK-NOT: gpu.shuffle
+module attributes {gpu.container_module} {
+  gpu.module @warp_sum {
+    gpu.func @warp_sum(%a: memref<64xf32>, %out: memref<64xf32>) kernel {
+      %tid = gpu.thread_id x
+      %v = memref.load %a[%tid] : memref<64xf32>
+      %c16 = arith.constant 16 : i32
+      %c32 = arith.constant 32 : i32
+      %other, %valid = gpu.shuffle xor %v, %c16, %c32 : f32
+      %s = arith.addf %other, %v : f32
+      memref.store %s, %out[%tid] : memref<64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @nested {
+    // expected-error @below {{kernel @nested::@nested shuffles inside a loop or branch; not supported by the GPU emulator}}
+    gpu.func @nested(%a: memref<64xf32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : i32
+      %c32 = arith.constant 32 : i32
+      scf.for %i = %c0 to %n step %c1 {
+        %v = memref.load %a[%i] : memref<64xf32>
+        %other, %valid = gpu.shuffle xor %v, %c16, %c32 : f32
+        memref.store %other, %a[%i] : memref<64xf32>
+      }
+      gpu.return
+    }
+  }
+}

@@ -135,6 +135,53 @@ def SpmdGpuParallelLoopsOuterPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def SpmdGpuRowKernelsPass
+    : Pass<"spmd-gpu-row-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Runs chains of row reductions and elementwise ops as one "
+                "kernel of a warp per row";
+  let description = [{
+    On buffers (part of `spmd-lower-to-nvvm`, after `spmd-gpu-memory`): a
+    chain of `linalg.generic` ops over the same loops (rows..., column),
+    each elementwise or reducing the column into one f32 or f64 value per row with
+    an add/mul/max/min combiner (softmax, LayerNorm's mean and variance,
+    cross-entropy's log-sum-exp), with at least one reduction, becomes one
+    `gpu.launch` of a warp (32 threads) per row. The lanes stride over the
+    row (lane l takes columns l, l + 32, ...: neighbouring lanes read
+    neighbouring elements); a reduction combines each lane's partial result
+    with a butterfly of five `gpu.shuffle xor` (offsets 16 to 1), which
+    leaves the row's value in every lane, so later members read it from a
+    register; lane 0 stores it. A `linalg.fill` of a reduction's output just
+    before it is its initial value (the fill is dropped).
+
+    Members join a chain when every element one of them writes and another
+    touches is the same element at the same place in the loops (so the same
+    lane owns it), or is a reduction's row value read after it; operations
+    in between must touch no memory (allocations of fresh buffers are
+    fine). Numerics: each row's reduction is combined in a different order
+    than a sequential loop (32 strided partial results, then a tree), so
+    float results may differ by rounding; max and min are exact.
+    (an f64 crosses lanes as two 32-bit shuffles). Unsupported, left as
+    they are: integer reductions, reductions
+    of more than the last loop, dynamic shapes, indexing maps other than
+    loop dimensions and zeros, reductions over all loops (no rows).
+    ```mlir
+    linalg.generic {iterator_types = ["parallel", "reduction"]}   // row max
+    linalg.generic {iterator_types = ["parallel", "parallel"]}    // exp(x - max)
+    linalg.fill ...
+    linalg.generic {iterator_types = ["parallel", "reduction"]}   // row sum
+    linalg.generic {iterator_types = ["parallel", "parallel"]}    // / sum
+    // becomes
+    gpu.launch blocks(%row, ...) in (%rows, ...) threads(%lane, ...) in (%c32, ...) {
+      ... scf.for %c = %lane to %n step %c32 ... gpu.shuffle xor ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def SpmdGpuFuseKernelsPass
     : Pass<"spmd-gpu-fuse-kernels", "::mlir::func::FuncOp"> {
   let summary = "Fuses the parallel loops that become kernels: fewer launches";
@@ -266,9 +313,16 @@ def SpmdGpuKernelsToHostPass
     on the CPU against the emulated CUDA driver, NCCL and cuBLAS
     (`build/lib/gpu-emulator`), so that the host side of the GPU path, the
     runtime and the kernels' index arithmetic are tested on machines without
-    a GPU. Unsupported, with a diagnostic: kernels that synchronize threads
-    (`gpu.barrier`) or use workgroup/private attributions, subgroup or
-    shuffle operations, and kernels that call functions.
+    a GPU. A kernel with `gpu.shuffle` ops at the top level of its body
+    (`spmd-gpu-row-kernels`' butterflies) runs phase by phase: the body is
+    cut before each shuffle, every thread of a block runs a phase before any
+    runs the next, the values a later phase uses are kept per thread
+    (`memref.alloca` of the block's size), and a shuffle reads its partner's
+    operand from them (xor, idx, up, down; out of range: the lane's own
+    value, `valid` false). Unsupported, with a diagnostic: kernels that
+    synchronize threads (`gpu.barrier`) or use workgroup/private
+    attributions, shuffles inside loops or branches, other subgroup
+    operations, and kernels that call functions.
     ```mlir
     gpu.module @step_kernel {
       gpu.func @step_kernel(%a: memref<64xf32>) kernel { ... gpu.return }

@@ -1,0 +1,64 @@
+//===- BufferRoots.h - which buffers may alias, on the GPU path -*- C++ -*-===//
+//
+// What spmd-gpu-fuse-kernels and spmd-gpu-row-kernels assume about aliasing
+// of the buffers of a bufferized GPU program: views are their source's
+// buffer; distinct allocations are distinct buffers, as are runtime buffers
+// (state, constants) with different `spmd.gpu_buffer` names and an
+// allocation and a function argument; anything else may alias.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMD_LIB_CONVERSION_GPU_BUFFERROOTS_H
+#define SPMD_LIB_CONVERSION_GPU_BUFFERROOTS_H
+
+#include "Spmd/Conversion/GPU/Passes.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace mlir::spmd {
+
+/// The buffer a memref value is a view of, as far as aliasing goes.
+struct Root {
+  enum Kind { Fresh, Named, Unknown };
+  Kind kind;
+  /// The allocation, the name attribute, or the value itself.
+  const void *key;
+  /// An argument of the function (never a fresh allocation).
+  bool argument = false;
+};
+
+inline Root rootOf(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view || view.getViewSource() == value)
+      break;
+    value = view.getViewSource();
+  }
+  Operation *def = value.getDefiningOp();
+  if (def && isa<gpu::AllocOp, memref::AllocOp, memref::AllocaOp>(def))
+    return {Root::Fresh, def};
+  if (def)
+    if (auto name = def->getAttrOfType<StringAttr>(spmd::kGpuBufferAttr))
+      return {Root::Named, name.getAsOpaquePointer()};
+  bool argument = false;
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    argument = isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  return {Root::Unknown, value.getAsOpaquePointer(), argument};
+}
+
+inline bool mayAlias(const Root &a, const Root &b) {
+  if (a.kind == Root::Fresh || b.kind == Root::Fresh) {
+    if (a.kind == b.kind)
+      return a.key == b.key;
+    const Root &other = a.kind == Root::Fresh ? b : a;
+    return !(other.kind == Root::Named || other.argument);
+  }
+  if (a.kind == Root::Named && b.kind == Root::Named)
+    return a.key == b.key;
+  return true;
+}
+
+} // namespace mlir::spmd
+
+#endif // SPMD_LIB_CONVERSION_GPU_BUFFERROOTS_H

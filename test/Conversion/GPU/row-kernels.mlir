@@ -1,0 +1,73 @@
+// RUN: spmd-gpu-opt %s --pass-pipeline='builtin.module(func.func(spmd-gpu-row-kernels))' -split-input-file | FileCheck %s
+// (The emulator runs such kernels phase by phase: kernels-to-host.mlir.)
+
+// Softmax over rows of 40: row max, exp(x - max), row sum, divide; the
+// fills are the reductions' initial values. One kernel, a warp per row.
+// CHECK-LABEL: func.func @softmax
+// CHECK-NOT: linalg.
+// CHECK: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C4]], %{{.*}}, %{{.*}}) threads(%[[LANE:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C32:.*]], %{{.*}}, %{{.*}})
+// Lane l takes the columns l, l + 32, ...
+// CHECK: %[[MAX:.*]] = scf.for %[[C:.*]] = %[[LANE]] to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// CHECK: memref.load %{{.*}}[%[[ROW]], %[[C]]]
+// CHECK: arith.maximumf
+// A butterfly: offsets 16, 8, 4, 2, 1.
+// CHECK: %[[O16:.*]] = arith.constant 16 : i32
+// CHECK: gpu.shuffle xor %[[MAX]], %[[O16]]
+// CHECK-COUNT-4: gpu.shuffle xor
+// Combined with the fill's value; lane 0 stores.
+// CHECK: %[[RMAX:.*]] = arith.maximumf %{{.*}}, %cst : f32
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %{{.*}} : index
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: memref.store %[[RMAX]]
+// exp(x - max) reads the row max from the register.
+// CHECK: scf.for
+// CHECK: arith.subf %{{.*}}, %[[RMAX]] : f32
+// CHECK: math.exp
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: arith.addf
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: %[[RSUM:.*]] = arith.addf %{{.*}}, %cst_0 : f32
+// CHECK: scf.for
+// CHECK: arith.divf %{{.*}}, %[[RSUM]] : f32
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+func.func @softmax(%x: memref<4x40xf32>) -> memref<4x40xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %max = gpu.alloc () : memref<4x1xf32>
+  %e = gpu.alloc () : memref<4x40xf32>
+  %sum = gpu.alloc () : memref<4x1xf32>
+  %y = gpu.alloc () : memref<4x40xf32>
+  linalg.fill ins(%ninf : f32) outs(%max : memref<4x1xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x40xf32>) outs(%max : memref<4x1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %m = arith.maximumf %in, %acc : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %max : memref<4x40xf32>, memref<4x1xf32>) outs(%e : memref<4x40xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %v = math.exp %d : f32
+    linalg.yield %v : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%sum : memref<4x1xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%e : memref<4x40xf32>) outs(%sum : memref<4x1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %sum : memref<4x40xf32>, memref<4x1xf32>) outs(%y : memref<4x40xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %v = arith.divf %in, %s : f32
+    linalg.yield %v : f32
+  }
+  return %y : memref<4x40xf32>
+}
