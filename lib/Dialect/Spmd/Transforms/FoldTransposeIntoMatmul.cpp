@@ -22,47 +22,81 @@ using namespace mlir;
 
 namespace {
 
-/// The input of `v` when it is a 2-D [1, 0] transpose on tensors.
-Value transposedSource(Value v) {
+/// The input of `v` when it is a transpose on tensors of its last two
+/// dimensions: [1, 0] (`batched` false), [0, 2, 1] (true).
+Value transposedSource(Value v, bool batched) {
+  static constexpr int64_t kSwap2[] = {1, 0}, kSwap3[] = {0, 2, 1};
   auto transpose = v.getDefiningOp<linalg::TransposeOp>();
+  ArrayRef<int64_t> swap =
+      batched ? ArrayRef<int64_t>(kSwap3) : ArrayRef<int64_t>(kSwap2);
   if (!transpose || !transpose.hasPureTensorSemantics() ||
-      transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+      transpose.getPermutation() != swap)
     return {};
   return transpose.getInput();
+}
+
+/// The maps of a (batch) matmul reading A or B transposed.
+SmallVector<AffineMap> transposedMaps(MLIRContext *ctx, bool batched,
+                                      bool transA, bool transB) {
+  unsigned dims = batched ? 4 : 3;
+  SmallVector<AffineExpr> d;
+  for (unsigned i = 0; i < dims; ++i)
+    d.push_back(getAffineDimExpr(i, ctx));
+  AffineExpr m = d[dims - 3], n = d[dims - 2], k = d[dims - 1];
+  auto map = [&](AffineExpr r, AffineExpr c) {
+    SmallVector<AffineExpr> results;
+    if (batched)
+      results.push_back(d[0]);
+    results.append({r, c});
+    return AffineMap::get(dims, 0, results, ctx);
+  };
+  return {transA ? map(k, m) : map(m, k), transB ? map(n, k) : map(k, n),
+          map(m, n)};
 }
 
 struct SpmdFoldTransposeIntoMatmulPass
     : public spmd::impl::SpmdFoldTransposeIntoMatmulPassBase<
           SpmdFoldTransposeIntoMatmulPass> {
   void runOnOperation() override {
-    SmallVector<linalg::MatmulOp> matmuls;
-    getOperation().walk([&](linalg::MatmulOp op) {
-      if (op.hasPureTensorSemantics() && !op.hasUserDefinedMaps() &&
-          op.getCast() == linalg::TypeFn::cast_signed)
+    SmallVector<linalg::LinalgOp> matmuls;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
+      auto batched = dyn_cast<linalg::BatchMatmulOp>(op.getOperation());
+      if (op.hasPureTensorSemantics() &&
+          ((matmul && !matmul.hasUserDefinedMaps() &&
+            matmul.getCast() == linalg::TypeFn::cast_signed) ||
+           (batched && !batched.hasUserDefinedMaps() &&
+            batched.getCast() == linalg::TypeFn::cast_signed)))
         matmuls.push_back(op);
     });
     IRRewriter rewriter(&getContext());
     MLIRContext *ctx = &getContext();
-    AffineExpr m, n, k;
-    bindDims(ctx, m, n, k);
-    for (linalg::MatmulOp op : matmuls) {
-      Value a = op.getInputs()[0], b = op.getInputs()[1];
-      Value at = transposedSource(a), bt = transposedSource(b);
+    for (linalg::LinalgOp op : matmuls) {
+      bool batched = isa<linalg::BatchMatmulOp>(op.getOperation());
+      Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1];
+      Value at = transposedSource(a, batched),
+            bt = transposedSource(b, batched);
       if (!at && !bt)
         continue;
       // One transposed operand at a time: the BLAS lowerings take either.
       if (at && bt)
         bt = {};
-      SmallVector<AffineMap> maps{
-          AffineMap::get(3, 0, {at ? k : m, at ? m : k}, ctx),
-          AffineMap::get(3, 0, {bt ? n : k, bt ? k : n}, ctx),
-          AffineMap::get(3, 0, {m, n}, ctx)};
+      SmallVector<AffineMap> maps =
+          transposedMaps(ctx, batched, bool(at), bool(bt));
       rewriter.setInsertionPoint(op);
-      auto folded = linalg::MatmulOp::create(
-          rewriter, op.getLoc(), op->getResultTypes(),
-          ValueRange{at ? at : a, bt ? bt : b}, op.getOutputs(),
-          {rewriter.getNamedAttr("indexing_maps",
-                                 rewriter.getAffineMapArrayAttr(maps))});
+      NamedAttribute attr = rewriter.getNamedAttr(
+          "indexing_maps", rewriter.getAffineMapArrayAttr(maps));
+      Operation *folded = batched
+                              ? linalg::BatchMatmulOp::create(
+                                    rewriter, op.getLoc(), op->getResultTypes(),
+                                    ValueRange{at ? at : a, bt ? bt : b},
+                                    op.getDpsInits(), {attr})
+                                    .getOperation()
+                              : linalg::MatmulOp::create(
+                                    rewriter, op.getLoc(), op->getResultTypes(),
+                                    ValueRange{at ? at : a, bt ? bt : b},
+                                    op.getDpsInits(), {attr})
+                                    .getOperation();
       rewriter.replaceOp(op, folded->getResults());
     }
   }

@@ -135,7 +135,10 @@ def SpmdFoldTransposeIntoMatmulPass
     the same order, without materializing the transposed copy (PyTorch's
     `linear` is `x @ W^T`, which torch-mlir imports as a transpose and a
     matmul). Part of `spmd-lower-to-cpu` and `spmd-lower-to-nvvm`, where
-    the BLAS calls take transposed operands directly.
+    the BLAS calls take transposed operands directly. Likewise a
+    `linalg.batch_matmul` whose operand is a [0, 2, 1] transpose (attention's
+    `q @ k^T`, and `p^T @ dy` in its backward): `(b, n, k)` or `(b, k, m)`,
+    for the strided-batched GEMM's transposition flag.
     ```mlir
     %t = linalg.transpose ins(%w : tensor<16x8xf32>) outs(%e : tensor<8x16xf32>) permutation = [1, 0]
     %y = linalg.matmul ins(%x, %t : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
