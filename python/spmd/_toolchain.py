@@ -42,13 +42,19 @@ def _cmake_cache(build: Path, key: str) -> str:
     raise CompileError(f"{key} missing from {build}/CMakeCache.txt")
 
 
-def pipeline(passes: str = "") -> str:
+def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024) -> str:
     """The pass pipeline from the wrapped global program to the local one:
-    inline the traced callee, the user's `passes`, distribute, overlap."""
+    inline the traced callee, the user's `passes`, distribute, overlap,
+    bucket the all-reduces (`bucket_bytes` 0: none)."""
     text = "builtin.module(inline, symbol-dce"
     if passes:
         text += ", " + passes
-    return text + ", spmd-distribute, func.func(spmd-overlap-collectives))"
+    local = "spmd-overlap-collectives"
+    if bucket_bytes > 0:
+        first = min(bucket_bytes, 1024 * 1024)
+        local += (f", spmd-bucket-collectives{{bucket-bytes={bucket_bytes} "
+                  f"first-bucket-bytes={first}}}")
+    return text + f", spmd-distribute, func.func({local}))"
 
 
 def runtime_library() -> Path:

@@ -47,8 +47,20 @@ class DataParallel:
     """The parallelism of a compiled step: every rank of the MPI job on one
     mesh axis, tensor arguments laid out by `inputs` unless marked with
     spmd.override_placement (parameters, buffers and optimizer state are
-    replicated; spmd-distribute decides everything in between)."""
+    replicated; spmd-distribute decides everything in between).
+
+    bucket_cap_mb: the gradients' all-reduces are merged into buckets of at
+    most this many MiB (the first one 1 MiB), as DDP's `bucket_cap_mb`
+    (spmd-bucket-collectives); 0 reduces each gradient by itself."""
     inputs: Placement = Shard(0)
+    bucket_cap_mb: float = 25.0
+
+
+def _bucket_bytes(parallel: DataParallel) -> int:
+    if parallel.bucket_cap_mb < 0:
+        raise ValueError("DataParallel.bucket_cap_mb must be >= 0, got "
+                         f"{parallel.bucket_cap_mb}")
+    return int(parallel.bucket_cap_mb * 1024 * 1024)
 
 
 def run_passes(module: str, pipeline: str) -> str:
@@ -193,7 +205,8 @@ class CompiledStep:
         except Exception as err:
             error = err
         _runtime.agree_on_failure(error)
-        pipeline = _toolchain.pipeline(self.passes)
+        pipeline = _toolchain.pipeline(
+            self.passes, bucket_bytes=_bucket_bytes(self.parallel))
         # Rank 0 builds; the others wait for its verdict (an error on rank 0
         # must not leave them blocked in the next collective). A rank that
         # does not share rank 0's cache (another node) then builds too.

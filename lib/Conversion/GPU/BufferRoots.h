@@ -59,6 +59,44 @@ inline bool mayAlias(const Root &a, const Root &b) {
   return true;
 }
 
+/// Whether two roots are one buffer for certain (then views of it can be
+/// compared by their layouts' offsets).
+inline bool sameRoot(const Root &a, const Root &b) {
+  return a.kind == b.kind && a.key == b.key;
+}
+
+/// The elements of its root that a view with a static layout may touch,
+/// [first, last] counted from the root's start (views share the root's
+/// aligned pointer, from which their layouts' offsets count).
+inline std::optional<std::pair<int64_t, int64_t>> staticExtent(Value value) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  if (!type || !type.hasStaticShape())
+    return std::nullopt;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset) ||
+      llvm::any_of(strides, ShapedType::isDynamic) || offset < 0)
+    return std::nullopt;
+  int64_t last = offset;
+  for (auto [size, stride] : llvm::zip(type.getShape(), strides)) {
+    if (size == 0)
+      return std::nullopt;
+    last += (size - 1) * stride;
+  }
+  return std::make_pair(offset, last);
+}
+
+/// Whether two values of one root may touch a common element: not when
+/// both have static layouts over disjoint ranges of it (slices of one
+/// buffer, as a bucket's pieces).
+inline bool mayOverlap(Value a, Value b) {
+  auto x = staticExtent(a), y = staticExtent(b);
+  if (!x || !y)
+    return true;
+  return !(x->second < y->first || y->second < x->first);
+}
+
 } // namespace mlir::spmd
 
 #endif // SPMD_LIB_CONVERSION_GPU_BUFFERROOTS_H

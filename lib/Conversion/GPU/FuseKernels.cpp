@@ -119,7 +119,9 @@ bool conflict(const Footprint &a, const Footprint &b) {
     return true;
   for (const Access &x : a.accesses)
     for (const Access &y : b.accesses)
-      if ((x.write || y.write) && mayAlias(x.root, y.root))
+      if ((x.write || y.write) && mayAlias(x.root, y.root) &&
+          (!spmd::sameRoot(x.root, y.root) ||
+           spmd::mayOverlap(x.buffer, y.buffer)))
         return true;
   return false;
 }

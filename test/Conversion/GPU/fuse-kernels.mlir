@@ -261,3 +261,38 @@ func.func @dynamic(%n: index) {
   }
   return
 }
+
+// -----
+
+// Slices of one buffer with static layouts are told apart by their ranges
+// (a bucket's pieces written side by side): disjoint ones fuse, overlapping
+// ones do not.
+// CHECK-LABEL: func.func @slices
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[C7:.*]]) step
+// CHECK: scf.parallel
+// CHECK-NOT: scf.parallel
+func.func @slices(%x: f32) -> memref<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %flat = gpu.alloc () : memref<8xf32>
+  %a = memref.subview %flat[0] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1]>>
+  %b = memref.subview %flat[4] [3] [1] : memref<8xf32> to memref<3xf32, strided<[1], offset: 4>>
+  %c = memref.subview %flat[3] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 3>>
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    memref.store %x, %a[%i] : memref<4xf32, strided<[1]>>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c3) step (%c1) {
+    memref.store %x, %b[%i] : memref<3xf32, strided<[1], offset: 4>>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %v = memref.load %c[%i] : memref<4xf32, strided<[1], offset: 3>>
+    %w = arith.addf %v, %x : f32
+    memref.store %w, %c[%i] : memref<4xf32, strided<[1], offset: 3>>
+    scf.reduce
+  }
+  return %flat : memref<8xf32>
+}

@@ -215,7 +215,9 @@ def SpmdGpuFuseKernelsPass
     results are different buffers, as are runtime buffers with different
     `spmd.gpu_buffer` names (`spmd-gpu-memory` tags them) and a fresh
     allocation and a function argument; views (subview, reshape, cast) are
-    their source's buffer; anything else may alias. Loops with results,
+    their source's buffer, and two views of one buffer with static layouts
+    over disjoint ranges of it (a bucket's pieces) do not overlap; anything
+    else may alias. Loops with results,
     nested parallel loops, non-constant bounds, or operations whose memory
     effects are unknown are left alone.
     ```mlir

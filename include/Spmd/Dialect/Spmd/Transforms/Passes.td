@@ -181,6 +181,54 @@ def SpmdOverlapCollectivesPass
   }];
 }
 
+def SpmdBucketCollectivesPass
+    : Pass<"spmd-bucket-collectives", "::mlir::func::FuncOp"> {
+  let summary = "Merges independent all-reduces into buckets reduced at once";
+  let description = [{
+    After `spmd-overlap-collectives` (the bridge's pipeline runs it by
+    default): asynchronous `spmd.all_reduce`s of one static tensor each,
+    with one mesh, axes, kind and element type, in the order they start (the
+    order their inputs are ready), are grouped into buckets of at most
+    `bucket-bytes` (the first bucket of each kind: `first-bucket-bytes`, as
+    DDP's small first bucket). Each bucket's inputs are flattened and
+    concatenated (`tensor.insert_slice` into one 1-D tensor), reduced by one
+    asynchronous all_reduce where the bucket's last member started, waited
+    for where its first member was, and each result is cut back out
+    (`tensor.extract_slice` and a reshape). A member joins a bucket only if
+    no result of the bucket is used before it starts (a bucket never waits
+    for itself). The result of every element is the same reduction of the
+    same values; the library may sum a larger buffer in another order
+    (float results then differ by rounding, as DDP's). Left alone:
+    synchronous collectives, all_reduces with several operands or dynamic
+    shapes, and other collectives (reduce_scatter and all_gather buckets
+    come with sharded data parallelism). `bucket-bytes=0` turns it off.
+    ```mlir
+    %f1 = spmd.all_reduce %g1 on @dp axes = [0] sum : tensor<8x4xf32> -> !spmd.future<tensor<8x4xf32>>
+    %f2 = spmd.all_reduce %g2 on @dp axes = [0] sum : tensor<4xf32> -> !spmd.future<tensor<4xf32>>
+    %r1 = spmd.wait %f1 : !spmd.future<tensor<8x4xf32>>
+    %r2 = spmd.wait %f2 : !spmd.future<tensor<4xf32>>
+    // becomes
+    %c1 = tensor.collapse_shape %g1 [[0, 1]] : tensor<8x4xf32> into tensor<32xf32>
+    %b0 = tensor.empty() : tensor<36xf32>
+    %b1 = tensor.insert_slice %c1 into %b0[0] [32] [1] : tensor<32xf32> into tensor<36xf32>
+    %b2 = tensor.insert_slice %g2 into %b1[32] [4] [1] : tensor<4xf32> into tensor<36xf32>
+    %f = spmd.all_reduce %b2 on @dp axes = [0] sum : tensor<36xf32> -> !spmd.future<tensor<36xf32>>
+    %r = spmd.wait %f : !spmd.future<tensor<36xf32>>
+    %s1 = tensor.extract_slice %r[0] [32] [1] : tensor<36xf32> to tensor<32xf32>
+    %r1 = tensor.expand_shape %s1 [[0, 1]] output_shape [8, 4] : tensor<32xf32> into tensor<8x4xf32>
+    %r2 = tensor.extract_slice %r[32] [4] [1] : tensor<36xf32> to tensor<4xf32>
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
+           "the most bytes of a bucket (25 MiB, as DDP); 0: no buckets">,
+    Option<"firstBucketBytes", "first-bucket-bytes", "int64_t", "1048576",
+           "the most bytes of the first bucket of each kind (1 MiB, as "
+           "DDP): the first gradients start reducing early">
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def SpmdPrintShardingRulesPass
     : Pass<"spmd-print-sharding-rules", "::mlir::ModuleOp"> {
   let summary = "Reports each op's sharding rule as a remark (for tests)";

@@ -1,0 +1,69 @@
+// RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives))' -split-input-file | FileCheck %s
+// RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives{bucket-bytes=136 first-bucket-bytes=136}))' -split-input-file | FileCheck %s --check-prefix=SMALL
+// RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives{bucket-bytes=0}))' -split-input-file | FileCheck %s --check-prefix=OFF
+
+// Three f32 gradients (8x4, 4, a scalar) in one bucket of 37 elements,
+// started where the last one was, waited for where the first wait was; the
+// i64 count is its own kind and stays.
+// CHECK-LABEL: func.func @grads
+// CHECK: %[[COUNT:.*]] = spmd.all_reduce %arg3 on @dp axes = [0] sum : tensor<i64>
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<37xf32>
+// CHECK: %[[C1:.*]] = tensor.collapse_shape %arg0 {{\[}}[0, 1]] : tensor<8x4xf32> into tensor<32xf32>
+// CHECK: %[[B1:.*]] = tensor.insert_slice %[[C1]] into %[[E]][0] [32] [1]
+// CHECK: %[[B2:.*]] = tensor.insert_slice %arg1 into %[[B1]][32] [4] [1]
+// CHECK: %[[S:.*]] = tensor.expand_shape %arg2 [] output_shape [1] : tensor<f32> into tensor<1xf32>
+// CHECK: %[[B3:.*]] = tensor.insert_slice %[[S]] into %[[B2]][36] [1] [1]
+// CHECK: %[[F:.*]] = spmd.all_reduce %[[B3]] on @dp axes = [0] sum : tensor<37xf32> -> !spmd.future<tensor<37xf32>>
+// CHECK: %[[R:.*]] = spmd.wait %[[F]] : !spmd.future<tensor<37xf32>>
+// CHECK: %[[P1:.*]] = tensor.extract_slice %[[R]][0] [32] [1]
+// CHECK: %[[R1:.*]] = tensor.expand_shape %[[P1]] {{\[}}[0, 1]] output_shape [8, 4]
+// CHECK: %[[R2:.*]] = tensor.extract_slice %[[R]][32] [4] [1]
+// CHECK: %[[P3:.*]] = tensor.extract_slice %[[R]][36] [1] [1]
+// CHECK: %[[R3:.*]] = tensor.collapse_shape %[[P3]] [] : tensor<1xf32> into tensor<f32>
+// CHECK: %[[R4:.*]] = spmd.wait %[[COUNT]]
+// CHECK: return %[[R1]], %[[R2]], %[[R3]], %[[R4]]
+// With a budget of 136 bytes (34 floats): the 8x4 gradient alone, then the
+// other two.
+// SMALL-LABEL: func.func @grads
+// SMALL: spmd.all_reduce %arg0 on @dp axes = [0] sum : tensor<8x4xf32>
+// SMALL: tensor.empty() : tensor<5xf32>
+// SMALL: spmd.all_reduce %{{.*}} on @dp axes = [0] sum : tensor<5xf32>
+// OFF-LABEL: func.func @grads
+// OFF-COUNT-4: spmd.all_reduce %arg
+spmd.mesh @dp(shape = 2)
+func.func @grads(%g1: tensor<8x4xf32>, %g2: tensor<4xf32>, %g3: tensor<f32>, %l: tensor<i64>)
+    -> (tensor<8x4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) {
+  %f1 = spmd.all_reduce %g1 on @dp axes = [0] sum : tensor<8x4xf32> -> !spmd.future<tensor<8x4xf32>>
+  %f2 = spmd.all_reduce %g2 on @dp axes = [0] sum : tensor<4xf32> -> !spmd.future<tensor<4xf32>>
+  %f4 = spmd.all_reduce %l on @dp axes = [0] sum : tensor<i64> -> !spmd.future<tensor<i64>>
+  %f3 = spmd.all_reduce %g3 on @dp axes = [0] sum : tensor<f32> -> !spmd.future<tensor<f32>>
+  %r2 = spmd.wait %f2 : !spmd.future<tensor<4xf32>>
+  %r1 = spmd.wait %f1 : !spmd.future<tensor<8x4xf32>>
+  %r3 = spmd.wait %f3 : !spmd.future<tensor<f32>>
+  %r4 = spmd.wait %f4 : !spmd.future<tensor<i64>>
+  return %r1, %r2, %r3, %r4 : tensor<8x4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+}
+
+// -----
+
+// The second all-reduce's input needs the first one's result (a loss
+// normalised by a reduced count): one bucket would wait for itself. Other
+// kinds (max) and other meshes do not mix.
+// CHECK-LABEL: func.func @dependent
+// CHECK-COUNT-4: spmd.all_reduce %
+// CHECK-NOT: tensor.insert_slice
+spmd.mesh @dp(shape = 2)
+spmd.mesh @tp(shape = 2)
+func.func @dependent(%n: tensor<f32>, %x: tensor<f32>, %m: tensor<4xf32>, %t: tensor<4xf32>)
+    -> (tensor<f32>, tensor<4xf32>, tensor<4xf32>) {
+  %fn = spmd.all_reduce %n on @dp axes = [0] sum : tensor<f32> -> !spmd.future<tensor<f32>>
+  %rn = spmd.wait %fn : !spmd.future<tensor<f32>>
+  %q = arith.divf %x, %rn : tensor<f32>
+  %fq = spmd.all_reduce %q on @dp axes = [0] sum : tensor<f32> -> !spmd.future<tensor<f32>>
+  %fm = spmd.all_reduce %m on @dp axes = [0] max : tensor<4xf32> -> !spmd.future<tensor<4xf32>>
+  %ft = spmd.all_reduce %t on @tp axes = [0] sum : tensor<4xf32> -> !spmd.future<tensor<4xf32>>
+  %rq = spmd.wait %fq : !spmd.future<tensor<f32>>
+  %rm = spmd.wait %fm : !spmd.future<tensor<4xf32>>
+  %rt = spmd.wait %ft : !spmd.future<tensor<4xf32>>
+  return %rq, %rm, %rt : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
