@@ -37,6 +37,19 @@ class Explanation:
         """The collectives whose results reach state `name`."""
         return [c for c in self.collectives if name in c["feeds"]]
 
+    def own_collectives(self, name: str) -> List[tuple]:
+        """The collectives that carry state `name` alone, as (collective,
+        None), or as a piece of a bucket, as (bucket, piece)."""
+        own = []
+        for c in self.collectives_of(name):
+            if c["feeds"] == [name]:
+                own.append((c, None))
+                continue
+            pieces = [p for p in c.get("pieces", []) if p["feeds"] == [name]]
+            if pieces:
+                own.append((c, pieces[0]))
+        return own
+
     def __str__(self) -> str:
         kib = lambda b: f"{b / 1024:.1f} KiB"  # noqa: E731
         lines = [f"spmd.explain: {self.world} ranks, meshes "
@@ -46,11 +59,12 @@ class Explanation:
         lines.append(f"parameters ({len(params)}):")
         width = max((len(n) for n in params), default=0)
         for name, s in params.items():
-            reduce = [c for c in self.collectives_of(name)
-                      if len(c["feeds"]) == 1]
             needs = ", ".join(
                 f"{c['op']}{' ' + c['reduction'] if 'reduction' in c else ''}"
-                f" {kib(c['bytes'])}" for c in reduce) or "none"
+                f" {kib(c['bytes'])}" + (
+                    f" (its {kib(piece['bytes'])} of a bucket of "
+                    f"{len(c['pieces'])})" if piece else "")
+                for c, piece in self.own_collectives(name)) or "none"
             lines.append(f"  {name:<{width}}  {s['global']:<24} "
                          f"{s['placement']:<12} {needs}")
         total = sum(c["bytes"] for c in self.collectives)

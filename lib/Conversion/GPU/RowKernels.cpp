@@ -120,6 +120,16 @@ std::optional<RowOp> asRowOp(Operation *operation) {
       if (!coversLoops(op.getMatchingIndexingMap(&init)))
         return std::nullopt;
     row.perRow = op.getStaticLoopRanges().back() == 1;
+    // Every lane computes an op over the rows and lane 0 stores it: one
+    // that reads what it writes (in place) would race with that store.
+    if (row.perRow)
+      for (OpOperand &init : op.getDpsInitsMutable()) {
+        if (op.payloadUsesValueFromOperand(&init))
+          return std::nullopt;
+        for (OpOperand *in : op.getDpsInputOperands())
+          if (mayAlias(rootOf(in->get()), rootOf(init.get())))
+            return std::nullopt;
+      }
     return row;
   }
   // A reduction of the column: one f32 output of the rows.

@@ -71,3 +71,49 @@ func.func @softmax(%x: memref<4x40xf32>) -> memref<4x40xf32> {
   }
   return %y : memref<4x40xf32>
 }
+
+// -----
+
+// An op over the rows that updates its buffer in place (every lane would
+// read it while lane 0 stores it) stays out of the chain: it remains a
+// linalg op between the kernels of the reductions. (The last op writes an
+// argument, which may alias the argument the reduction reads: it stays
+// out too.)
+// CHECK-LABEL: func.func @in_place_row_op
+// CHECK: gpu.launch
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%[[S:.*]] : memref<4x1xf32>)
+// CHECK: gpu.launch
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row2 = affine_map<(d0, d1) -> (d0, 0)>
+func.func @in_place_row_op(%x: memref<4x40xf32>, %y: memref<4x40xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %sum = gpu.alloc () : memref<4x1xf32>
+  linalg.fill ins(%zero : f32) outs(%sum : memref<4x1xf32>)
+  linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x40xf32>) outs(%sum : memref<4x1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%sum : memref<4x1xf32>) outs(%sum : memref<4x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %h = arith.mulf %in, %in : f32
+    linalg.yield %h : f32
+  }
+  %max = gpu.alloc () : memref<4x1xf32>
+  linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x40xf32>) outs(%max : memref<4x1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %m = arith.maximumf %in, %acc : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : memref<4x40xf32>, memref<4x1xf32>) outs(%y : memref<4x40xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %v = arith.divf %in, %s : f32
+    linalg.yield %v : f32
+  }
+  return
+}

@@ -10,6 +10,8 @@
 #include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -49,10 +51,10 @@ std::optional<StringRef> loadedState(Value value) {
 /// The states the results of `op` reach: through any op, up to the
 /// optimizer that takes them as gradient i (parameter i's state) or the
 /// store that writes them.
-llvm::SetVector<StringRef> feeds(Operation *op) {
+llvm::SetVector<StringRef> feeds(ValueRange values) {
   llvm::SetVector<StringRef> states;
   llvm::SmallPtrSet<Operation *, 32> seen;
-  SmallVector<Value> work(op->getResults());
+  SmallVector<Value> work(values.begin(), values.end());
   auto optimizer = [&](OpOperand &use, OperandRange params,
                        OperandRange grads) {
     unsigned first = grads.getBeginOperandIndex();
@@ -137,9 +139,29 @@ struct ReportCollectives
         return isa<FutureType>(type);
       });
       llvm::json::Array fed;
-      for (StringRef state : feeds(op))
+      for (StringRef state : feeds(op->getResults()))
         fed.push_back(state.str());
       entry["feeds"] = std::move(fed);
+      // A bucket (spmd-bucket-collectives): the wait's result only cut
+      // into pieces; each piece's size and what it reaches.
+      if (op->getNumResults() == 1 && op->getResult(0).hasOneUse())
+        if (auto wait = dyn_cast<WaitOp>(*op->getResult(0).user_begin());
+            wait && wait->getNumResults() == 1 &&
+            !wait->getResult(0).use_empty() &&
+            llvm::all_of(wait->getResult(0).getUsers(),
+                         llvm::IsaPred<tensor::ExtractSliceOp>)) {
+          llvm::json::Array pieces;
+          for (Operation *user : wait->getResult(0).getUsers()) {
+            auto slice = cast<tensor::ExtractSliceOp>(user);
+            llvm::json::Array pieceFeeds;
+            for (StringRef state : feeds(slice->getResults()))
+              pieceFeeds.push_back(state.str());
+            pieces.push_back(
+                llvm::json::Object{{"bytes", bytesOf(slice.getType())},
+                                   {"feeds", std::move(pieceFeeds)}});
+          }
+          entry["pieces"] = std::move(pieces);
+        }
       emit(std::move(entry));
     });
   }

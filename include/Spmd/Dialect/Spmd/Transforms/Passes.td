@@ -267,7 +267,9 @@ def SpmdReportCollectivesPass
     sent per rank (the inputs' sizes), whether it is `async` (returns a
     future), and `feeds`: the state its results reach, following uses
     through every op up to an optimizer op that takes them as gradient i
-    (then parameter i's state) or a `spmd.store` (that state)).
+    (then parameter i's state) or a `spmd.store` (that state)); a bucket
+    (`spmd-bucket-collectives`: the result only cut into slices) also lists
+    its `pieces`, each slice's `bytes` and `feeds`.
 
     ```
     {"kind":"collective","op":"all_reduce","reduction":"sum","mesh":"world",
