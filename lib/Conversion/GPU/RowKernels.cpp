@@ -216,6 +216,22 @@ SmallVector<Access> accessesOf(const RowOp &row) {
   return out;
 }
 
+/// Whether two column accesses name the same element for the same row and
+/// column of the kernel: identity maps over views of one buffer that cover
+/// the same elements in row-major order (a 24x8 result and its 4x6x8
+/// expand_shape), rows and columns agreeing as the group requires.
+bool sameRowMajorElements(const Access &x, const Access &y) {
+  auto identity = [](const Access &a) {
+    auto type = dyn_cast<MemRefType>(a.buffer.getType());
+    return a.map && a.map.isIdentity() && type && type.getLayout().isIdentity();
+  };
+  if (!identity(x) || !identity(y) ||
+      !spmd::sameRoot(rootOf(x.buffer), rootOf(y.buffer)))
+    return false;
+  auto ex = spmd::staticExtent(x.buffer), ey = spmd::staticExtent(y.buffer);
+  return ex && ey && *ex == *ey;
+}
+
 /// Whether `next` can join `group` (already legal): what it touches that
 /// a member wrote, or writes what a member touched, is the same element in
 /// the same lane (same buffer and map, naming the column), or a row value a
@@ -226,6 +242,8 @@ bool canJoin(ArrayRef<RowOp> group, const RowOp &next) {
       for (const Access &y : accessesOf(next)) {
         if (!(x.write || y.write) ||
             !mayAlias(rootOf(x.buffer), rootOf(y.buffer)))
+          continue;
+        if (!x.row && !y.row && sameRowMajorElements(x, y))
           continue;
         if (x.buffer != y.buffer || x.row != y.row)
           return false;
@@ -328,6 +346,7 @@ void emitKernel(MutableArrayRef<RowOp> group) {
     locs.push_back(row.op.getLoc());
   Location loc = b.getFusedLoc(locs);
   SmallVector<int64_t> ranges = last.getStaticLoopRanges();
+  (void)ranges;
   int64_t columns = 1;
   for (RowOp &row : group)
     columns = std::max(columns, row.op.getStaticLoopRanges().back());
@@ -344,22 +363,28 @@ void emitKernel(MutableArrayRef<RowOp> group) {
   OpBuilder kb = OpBuilder::atBlockBegin(&body);
   Value block = launch.getBlockIds().x;
   Value lane = launch.getThreadIds().x;
-  // The row's loop indices, delinearized from the block id.
-  SmallVector<Value> rowIvs(ranges.size() - 1);
-  Value rest = block;
-  for (int d = int(ranges.size()) - 2; d >= 0; --d) {
-    if (d == 0) {
-      rowIvs[d] = rest;
-      break;
+  // Each member's row loop indices, delinearized from the block id (the
+  // members' row loops may differ in shape, not in their product).
+  auto rowIvsOf = [&](linalg::GenericOp op) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<Value> ivs(ranges.size() - 1);
+    Value rest = block;
+    for (int d = int(ranges.size()) - 2; d >= 0; --d) {
+      if (d == 0) {
+        ivs[d] = rest;
+        break;
+      }
+      ivs[d] = arith::RemUIOp::create(kb, loc, rest, index(kb, ranges[d]));
+      rest = arith::DivUIOp::create(kb, loc, rest, index(kb, ranges[d]));
     }
-    rowIvs[d] = arith::RemUIOp::create(kb, loc, rest, index(kb, ranges[d]));
-    rest = arith::DivUIOp::create(kb, loc, rest, index(kb, ranges[d]));
-  }
+    return ivs;
+  };
   Value zero = index(kb, 0), warp = index(kb, kWarp),
         width = index(kb, columns);
   Registers registers;
   for (RowOp &row : group) {
     linalg::GenericOp op = row.op;
+    SmallVector<Value> rowIvs = rowIvsOf(op);
     if (row.perRow) {
       // Once per row, in every lane (lane 0 stores): later members read
       // the values from registers.
@@ -479,9 +504,9 @@ void formKernels(Block &block) {
   for (Operation &op : block)
     ops.push_back(&op);
   SmallVector<RowOp> group;
-  // The group's row loops, and its column count (0 while only ops over the
-  // rows joined).
-  SmallVector<int64_t> shape;
+  // The group's number of rows, and its column count (0 while only ops
+  // over the rows joined).
+  int64_t shape = 0;
   int64_t columns = 0;
   // A fill seen since the group's last member, which the next reduction of
   // its buffer may take in.
@@ -518,7 +543,9 @@ void formKernels(Block &block) {
     }
     // The rows must agree; the columns too, except for ops over the rows
     // only (a column loop of one iteration).
-    SmallVector<int64_t> rows(ranges.begin(), ranges.end() - 1);
+    int64_t rows = 1;
+    for (int64_t r : ArrayRef<int64_t>(ranges).drop_back())
+      rows *= r;
     int64_t width = row->perRow ? 0 : ranges.back();
     bool fits =
         rows == shape && (width == 0 || columns == 0 || width == columns);

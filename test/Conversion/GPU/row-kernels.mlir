@@ -117,3 +117,41 @@ func.func @in_place_row_op(%x: memref<4x40xf32>, %y: memref<4x40xf32>) {
   }
   return
 }
+
+// -----
+
+// A bias add over 24 rows (a GEMM's result) and the row max over its 4x6
+// view join one kernel: the same rows, numbered row-major.
+// CHECK-LABEL: func.func @reshaped_rows
+// CHECK: gpu.launch blocks(%[[B:[a-z0-9_]+]], %{{.*}}, %{{.*}}) in (%{{[a-z0-9_]+}} = %c24,
+// CHECK: scf.for
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[B]], %{{.*}}] : memref<24x8xf32>
+// CHECK: %[[J:.*]] = arith.remui %[[B]], %{{.*}} : index
+// CHECK: %[[I:.*]] = arith.divui %[[B]], %{{.*}} : index
+// CHECK: memref.load %{{.*}}[%[[I]], %[[J]], %{{.*}}] : memref<4x6x8xf32>
+// CHECK: gpu.shuffle xor
+// CHECK-NOT: linalg.generic
+#id24 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+func.func @reshaped_rows(%bias: memref<8xf32>) -> memref<4x6x1xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %h = gpu.alloc () : memref<24x8xf32>
+  linalg.generic {indexing_maps = [#col, #id24], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<8xf32>) outs(%h : memref<24x8xf32>) {
+  ^bb0(%b: f32, %out: f32):
+    %v = arith.addf %out, %b : f32
+    linalg.yield %v : f32
+  }
+  %v3 = memref.expand_shape %h [[0, 1], [2]] output_shape [4, 6, 8] : memref<24x8xf32> into memref<4x6x8xf32>
+  %max = gpu.alloc () : memref<4x6x1xf32>
+  linalg.fill ins(%ninf : f32) outs(%max : memref<4x6x1xf32>)
+  linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%v3 : memref<4x6x8xf32>) outs(%max : memref<4x6x1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %m = arith.maximumf %in, %acc : f32
+    linalg.yield %m : f32
+  }
+  return %max : memref<4x6x1xf32>
+}

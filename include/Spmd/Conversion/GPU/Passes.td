@@ -153,9 +153,12 @@ def SpmdGpuRowKernelsPass
     register; lane 0 stores it. A `linalg.fill` of a reduction's output just
     before it is its initial value (the fill is dropped).
 
-    Members join a chain when every element one of them writes and another
-    touches is the same element at the same place in the loops (so the same
-    lane owns it), or is a reduction's row value read after it; operations
+    Members' row loops may differ in shape if not in number (a GEMM's 24x8
+    result and its 4x6x8 view: each member delinearizes the block id its
+    way). Members join a chain when every element one of them writes and
+    another touches is the same element at the same place in the loops (so
+    the same lane owns it; identity maps over row-major views of one buffer
+    count), or is a reduction's row value read after it; operations
     in between must touch no memory (allocations of fresh buffers are
     fine). Numerics: each row's reduction is combined in a different order
     than a sequential loop (32 strided partial results, then a tree), so
