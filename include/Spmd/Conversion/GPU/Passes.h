@@ -27,9 +27,9 @@ constexpr StringLiteral kGpuBufferAttr = "spmd.gpu_buffer";
 #include "Spmd/Conversion/GPU/Passes.h.inc"
 
 /// Registers `spmd-lower-to-nvvm{chip features opt-level block-size
-/// cuda-toolkit emulate row-kernels fuse-kernels}`: a local program to host code in the
-/// LLVM dialect with embedded cubins (or, with emulate, kernels compiled for
-/// the host), collectives on NCCL through libSpmdGpuRuntime.
+/// cuda-toolkit emulate row-kernels fuse-kernels}`: a local program to host
+/// code in the LLVM dialect with embedded cubins (or, with emulate, kernels
+/// compiled for the host), collectives on NCCL through libSpmdGpuRuntime.
 void registerLowerToNVVMPipeline();
 
 } // namespace mlir::spmd
