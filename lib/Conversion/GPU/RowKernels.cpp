@@ -71,8 +71,6 @@ bool simpleMap(AffineMap map) {
   return true;
 }
 
-bool usesDim(AffineMap map, unsigned d) { return map.isFunctionOfDim(d); }
-
 /// Whether `map` names each loop dimension once, in order (so that each
 /// iteration writes its own element).
 bool coversLoops(AffineMap map) {
@@ -132,12 +130,12 @@ std::optional<RowOp> asRowOp(Operation *operation) {
       }
     return row;
   }
-  // A reduction of the column: one f32 output of the rows.
+  // A reduction of the column: one f32 or f64 output of the rows.
   if (op.getNumDpsInits() != 1)
     return std::nullopt;
   OpOperand &init = op.getDpsInitsMutable()[0];
   AffineMap outMap = op.getMatchingIndexingMap(&init);
-  if (usesDim(outMap, n - 1) ||
+  if (outMap.isFunctionOfDim(n - 1) ||
       outMap.getNumResults() -
               llvm::count_if(outMap.getResults(),
                              llvm::IsaPred<AffineConstantExpr>) !=
@@ -314,6 +312,32 @@ IRMapping emitBody(OpBuilder &b, Location loc, const RowOp &row,
   return map;
 }
 
+/// The reduction's combiner applied to an element and an accumulator.
+Value combine(OpBuilder &b, const RowOp &row, Value element, Value acc) {
+  IRMapping map;
+  for (Value operand : row.combiner->getOperands())
+    map.map(operand, operand == row.element ? element : acc);
+  return b.clone(*row.combiner, map)->getResult(0);
+}
+
+/// Stores the member's yielded values (computed with `map`) at `ivs`;
+/// returns them by output.
+SmallVector<Value> storeResults(OpBuilder &b, Location loc,
+                                linalg::GenericOp op, const IRMapping &map,
+                                ArrayRef<Value> ivs) {
+  auto yield = cast<linalg::YieldOp>(op.getRegion().front().getTerminator());
+  SmallVector<Value> results;
+  for (auto [init, value] :
+       llvm::zip(op.getDpsInitsMutable(), yield.getOperands())) {
+    Value result = map.lookupOrDefault(value);
+    memref::StoreOp::create(
+        b, loc, result, init.get(),
+        indicesAt(b, loc, op.getMatchingIndexingMap(&init), ivs));
+    results.push_back(result);
+  }
+  return results;
+}
+
 /// `value` from lane `lane ^ offset` of the warp. An f64 travels as two
 /// 32-bit shuffles (its halves), which every GPU has.
 Value shuffleXor(OpBuilder &b, Location loc, Value value, int32_t offset) {
@@ -346,7 +370,6 @@ void emitKernel(MutableArrayRef<RowOp> group) {
     locs.push_back(row.op.getLoc());
   Location loc = b.getFusedLoc(locs);
   SmallVector<int64_t> ranges = last.getStaticLoopRanges();
-  (void)ranges;
   int64_t columns = 1;
   for (RowOp &row : group)
     columns = std::max(columns, row.op.getStaticLoopRanges().back());
@@ -381,6 +404,10 @@ void emitKernel(MutableArrayRef<RowOp> group) {
   };
   Value zero = index(kb, 0), warp = index(kb, kWarp),
         width = index(kb, columns);
+  // Whether this is lane 0 (which stores a row's values), at `kb`.
+  auto laneZero = [&]() -> Value {
+    return arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::eq, lane, zero);
+  };
   Registers registers;
   for (RowOp &row : group) {
     linalg::GenericOp op = row.op;
@@ -391,20 +418,11 @@ void emitKernel(MutableArrayRef<RowOp> group) {
       SmallVector<Value> ivs(rowIvs);
       ivs.push_back(zero);
       IRMapping map = emitBody(kb, loc, row, ivs, registers, nullptr);
-      auto yield =
-          cast<linalg::YieldOp>(op.getRegion().front().getTerminator());
-      Value first =
-          arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::eq, lane, zero);
-      auto ifOp = scf::IfOp::create(kb, loc, first, /*withElse=*/false);
+      auto ifOp = scf::IfOp::create(kb, loc, laneZero(), /*withElse=*/false);
       OpBuilder ib = ifOp.getThenBodyBuilder();
-      for (auto [init, value] :
-           llvm::zip(op.getDpsInitsMutable(), yield.getOperands())) {
-        Value result = map.lookupOrDefault(value);
-        memref::StoreOp::create(
-            ib, loc, result, init.get(),
-            indicesAt(ib, loc, op.getMatchingIndexingMap(&init), ivs));
+      for (auto [init, result] : llvm::zip(op.getDpsInitsMutable(),
+                                           storeResults(ib, loc, op, map, ivs)))
         registers[registerKey(accessOf(op, init, true))] = result;
-      }
       continue;
     }
     if (!row.reduction) {
@@ -413,14 +431,8 @@ void emitKernel(MutableArrayRef<RowOp> group) {
       OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
       SmallVector<Value> ivs(rowIvs);
       ivs.push_back(loop.getInductionVar());
-      IRMapping map = emitBody(lb, loc, row, ivs, registers, nullptr);
-      auto yield =
-          cast<linalg::YieldOp>(op.getRegion().front().getTerminator());
-      for (auto [init, value] :
-           llvm::zip(op.getDpsInitsMutable(), yield.getOperands()))
-        memref::StoreOp::create(
-            lb, loc, map.lookupOrDefault(value), init.get(),
-            indicesAt(lb, loc, op.getMatchingIndexingMap(&init), ivs));
+      storeResults(lb, loc, op, emitBody(lb, loc, row, ivs, registers, nullptr),
+                   ivs);
       continue;
     }
     OpOperand &init = op.getDpsInitsMutable()[0];
@@ -442,31 +454,17 @@ void emitKernel(MutableArrayRef<RowOp> group) {
       SmallVector<Value> ivs(rowIvs);
       ivs.push_back(loop.getInductionVar());
       IRMapping map = emitBody(lb, loc, row, ivs, registers, row.combiner);
-      IRMapping combine;
-      Value acc = loop.getRegionIterArgs()[0];
-      for (auto [i, operand] : llvm::enumerate(row.combiner->getOperands()))
-        combine.map(operand, operand == row.element
-                                 ? map.lookupOrDefault(row.element)
-                                 : acc);
-      Value next = lb.clone(*row.combiner, combine)->getResult(0);
+      Value next = combine(lb, row, map.lookupOrDefault(row.element),
+                           loop.getRegionIterArgs()[0]);
       scf::YieldOp::create(lb, loc, next);
     }
     // The lanes' partial results combined by a butterfly: every lane ends
     // with the whole row's.
-    auto combineWith = [&](Value a, Value bValue) {
-      IRMapping m;
-      Value element = row.element;
-      for (Value operand : row.combiner->getOperands())
-        m.map(operand, operand == element ? a : bValue);
-      return kb.clone(*row.combiner, m)->getResult(0);
-    };
     Value partial = loop.getResult(0);
     for (int32_t offset = kWarp / 2; offset >= 1; offset /= 2)
-      partial = combineWith(shuffleXor(kb, loc, partial, offset), partial);
-    Value result = combineWith(partial, initial);
-    Value first =
-        arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::eq, lane, zero);
-    auto ifOp = scf::IfOp::create(kb, loc, first, /*withElse=*/false);
+      partial = combine(kb, row, shuffleXor(kb, loc, partial, offset), partial);
+    Value result = combine(kb, row, partial, initial);
+    auto ifOp = scf::IfOp::create(kb, loc, laneZero(), /*withElse=*/false);
     {
       OpBuilder ib = ifOp.getThenBodyBuilder();
       memref::StoreOp::create(ib, loc, result, init.get(),

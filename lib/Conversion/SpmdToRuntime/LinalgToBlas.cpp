@@ -1,6 +1,7 @@
 //===- LinalgToBlas.cpp - f32 (batched) matmuls on buffers to sgemm calls -===//
 
 #include "Spmd/Conversion/Passes.h"
+#include "Spmd/Dialect/Spmd/Transforms/MatmulMaps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -60,27 +61,13 @@ struct ConvertLinalgToBlasPass
   /// or (b, m, n, k) with `batched`; failure for other contractions.
   static FailureOr<std::pair<bool, bool>> transposes(linalg::LinalgOp op,
                                                      bool batched) {
-    MLIRContext *ctx = op.getContext();
-    unsigned dims = batched ? 4 : 3;
-    SmallVector<AffineExpr> d;
-    for (unsigned i = 0; i < dims; ++i)
-      d.push_back(getAffineDimExpr(i, ctx));
-    AffineExpr m = d[dims - 3], n = d[dims - 2], k = d[dims - 1];
-    auto map = [&](AffineExpr r, AffineExpr c) {
-      SmallVector<AffineExpr> results;
-      if (batched)
-        results.push_back(d[0]);
-      results.append({r, c});
-      return AffineMap::get(dims, 0, results, ctx);
-    };
     auto maps = op.getIndexingMapsArray();
-    if (maps.size() != 3 || maps[2] != map(m, n))
-      return failure();
     for (bool transA : {false, true})
       for (bool transB : {false, true})
         if (!(transA && transB) &&
-            maps[0] == (transA ? map(k, m) : map(m, k)) &&
-            maps[1] == (transB ? map(n, k) : map(k, n)))
+            ArrayRef<AffineMap>(maps) ==
+                ArrayRef<AffineMap>(
+                    spmd::matmulMaps(op.getContext(), batched, transA, transB)))
           return std::make_pair(transA, transB);
     return failure();
   }

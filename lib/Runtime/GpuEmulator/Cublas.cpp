@@ -160,28 +160,17 @@ const char *cublasGetStatusString(cublasStatus_t status) {
                                          : "CUBLAS_STATUS_INVALID_VALUE";
 }
 
+// The f32 GEMMs are GemmEx calls with f32 operands (the handle's math mode
+// decides TF32), one implementation of the checks and the computation.
 cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transA,
                               cublasOperation_t transB, int m, int n, int k,
                               const float *alpha, const float *a, int lda,
                               const float *b, int ldb, const float *beta,
                               float *c, int ldc) {
-  spmd::emu::count(spmd::emu::Count::Gemm);
-  if (m < 0 || n < 0 || k < 0)
-    return CUBLAS_STATUS_INVALID_VALUE;
-  bool ta = transA != CUBLAS_OP_N, tb = transB != CUBLAS_OP_N;
-  // op(A) is m x k, op(B) k x n, C m x n; A is stored (ta ? k x m : m x k).
-  if (lda < (ta ? k : m) || ldb < (tb ? n : k) || ldc < m || lda < 1 ||
-      ldb < 1 || ldc < 1)
-    return CUBLAS_STATUS_INVALID_VALUE;
-  requireDevice(a, ta ? k : m, ta ? m : k, lda, "A");
-  requireDevice(b, tb ? n : k, tb ? k : n, ldb, "B");
-  requireDevice(c, m, n, ldc, "C");
-  float al = *alpha, be = *beta; // host pointer mode: read at the call
-  bool tf32 = handle->tf32;
-  spmd::emu::enqueue(handle->stream, [=] {
-    gemm(tf32, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc);
-  });
-  return CUBLAS_STATUS_SUCCESS;
+  return cublasGemmStridedBatchedEx(handle, transA, transB, m, n, k, alpha, a,
+                                    CUDA_R_32F, lda, 0, b, CUDA_R_32F, ldb, 0,
+                                    beta, c, CUDA_R_32F, ldc, 0, 1,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 cublasStatus_t cublasSgemmStridedBatched(
@@ -189,26 +178,10 @@ cublasStatus_t cublasSgemmStridedBatched(
     int m, int n, int k, const float *alpha, const float *a, int lda,
     long long strideA, const float *b, int ldb, long long strideB,
     const float *beta, float *c, int ldc, long long strideC, int batch) {
-  spmd::emu::count(spmd::emu::Count::Gemm);
-  if (m < 0 || n < 0 || k < 0 || batch < 0)
-    return CUBLAS_STATUS_INVALID_VALUE;
-  bool ta = transA != CUBLAS_OP_N, tb = transB != CUBLAS_OP_N;
-  if (lda < (ta ? k : m) || ldb < (tb ? n : k) || ldc < m || lda < 1 ||
-      ldb < 1 || ldc < 1)
-    return CUBLAS_STATUS_INVALID_VALUE;
-  for (int i = 0; i < batch; ++i) {
-    requireDevice(a + i * strideA, ta ? k : m, ta ? m : k, lda, "A");
-    requireDevice(b + i * strideB, tb ? n : k, tb ? k : n, ldb, "B");
-    requireDevice(c + i * strideC, m, n, ldc, "C");
-  }
-  float al = *alpha, be = *beta;
-  bool tf32 = handle->tf32;
-  spmd::emu::enqueue(handle->stream, [=] {
-    for (int i = 0; i < batch; ++i)
-      gemm(tf32, ta, tb, m, n, k, al, a + i * strideA, lda, b + i * strideB,
-           ldb, be, c + i * strideC, ldc);
-  });
-  return CUBLAS_STATUS_SUCCESS;
+  return cublasGemmStridedBatchedEx(
+      handle, transA, transB, m, n, k, alpha, a, CUDA_R_32F, lda, strideA, b,
+      CUDA_R_32F, ldb, strideB, beta, c, CUDA_R_32F, ldc, strideC, batch,
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transA,
@@ -237,9 +210,11 @@ cublasStatus_t cublasGemmStridedBatchedEx(
   if (m < 0 || n < 0 || k < 0 || batch < 0)
     return CUBLAS_STATUS_INVALID_VALUE;
   bool ta = transA != CUBLAS_OP_N, tb = transB != CUBLAS_OP_N;
+  // op(A) is m x k, op(B) k x n, C m x n; A is stored (ta ? k x m : m x k).
   if (lda < (ta ? k : m) || ldb < (tb ? n : k) || ldc < m || lda < 1 ||
       ldb < 1 || ldc < 1)
     return CUBLAS_STATUS_INVALID_VALUE;
+  // Host pointer mode: alpha and beta are read at the call.
   size_t in = elementBytes(aType);
   auto at = [](const void *p, long long elements, size_t bytes) {
     return static_cast<const char *>(p) + elements * (long long)bytes;

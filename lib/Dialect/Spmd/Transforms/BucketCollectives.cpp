@@ -167,18 +167,14 @@ struct SpmdBucketCollectivesPass
       Key key;
       SmallVector<Member> members;
       int64_t bytes = 0;
+      // Its first bucket gets the small budget, as DDP's.
       bool firstOfKey = true;
     };
     SmallVector<Open> open;
     SmallVector<SmallVector<Member>> ready;
-    // Keys that already closed a bucket (their next ones get the full
-    // budget, as DDP's first bucket alone is small).
-    SmallVector<Key> seen;
     auto close = [&](Open &bucket) {
       if (bucket.members.size() > 1)
         ready.push_back(bucket.members);
-      if (!llvm::is_contained(seen, bucket.key))
-        seen.push_back(bucket.key);
       bucket.members.clear();
       bucket.bytes = 0;
       bucket.firstOfKey = false;
@@ -193,7 +189,7 @@ struct SpmdBucketCollectivesPass
       Key key = keyOf(*member);
       auto it = llvm::find_if(open, [&](Open &o) { return o.key == key; });
       if (it == open.end()) {
-        open.push_back(Open{key, {}, 0, !llvm::is_contained(seen, key)});
+        open.push_back(Open{key, {}, 0, true});
         it = open.end() - 1;
       }
       Open &bucket = *it;

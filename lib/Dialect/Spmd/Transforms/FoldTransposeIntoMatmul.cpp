@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Spmd/Dialect/Spmd/Transforms/MatmulMaps.h"
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -33,25 +34,6 @@ Value transposedSource(Value v, bool batched) {
       transpose.getPermutation() != swap)
     return {};
   return transpose.getInput();
-}
-
-/// The maps of a (batch) matmul reading A or B transposed.
-SmallVector<AffineMap> transposedMaps(MLIRContext *ctx, bool batched,
-                                      bool transA, bool transB) {
-  unsigned dims = batched ? 4 : 3;
-  SmallVector<AffineExpr> d;
-  for (unsigned i = 0; i < dims; ++i)
-    d.push_back(getAffineDimExpr(i, ctx));
-  AffineExpr m = d[dims - 3], n = d[dims - 2], k = d[dims - 1];
-  auto map = [&](AffineExpr r, AffineExpr c) {
-    SmallVector<AffineExpr> results;
-    if (batched)
-      results.push_back(d[0]);
-    results.append({r, c});
-    return AffineMap::get(dims, 0, results, ctx);
-  };
-  return {transA ? map(k, m) : map(m, k), transB ? map(n, k) : map(k, n),
-          map(m, n)};
 }
 
 struct SpmdFoldTransposeIntoMatmulPass
@@ -81,22 +63,19 @@ struct SpmdFoldTransposeIntoMatmulPass
       // One transposed operand at a time: the BLAS lowerings take either.
       if (at && bt)
         bt = {};
-      SmallVector<AffineMap> maps =
-          transposedMaps(ctx, batched, bool(at), bool(bt));
+      SmallVector<AffineMap, 3> maps =
+          spmd::matmulMaps(ctx, batched, bool(at), bool(bt));
       rewriter.setInsertionPoint(op);
       NamedAttribute attr = rewriter.getNamedAttr(
           "indexing_maps", rewriter.getAffineMapArrayAttr(maps));
-      Operation *folded = batched
-                              ? linalg::BatchMatmulOp::create(
-                                    rewriter, op.getLoc(), op->getResultTypes(),
-                                    ValueRange{at ? at : a, bt ? bt : b},
-                                    op.getDpsInits(), {attr})
-                                    .getOperation()
-                              : linalg::MatmulOp::create(
-                                    rewriter, op.getLoc(), op->getResultTypes(),
-                                    ValueRange{at ? at : a, bt ? bt : b},
-                                    op.getDpsInits(), {attr})
-                                    .getOperation();
+      SmallVector<Value> inputs{at ? at : a, bt ? bt : b};
+      auto rebuild = [&](auto opClass) -> Operation * {
+        using OpTy = decltype(opClass);
+        return OpTy::create(rewriter, op.getLoc(), op->getResultTypes(), inputs,
+                            op.getDpsInits(), {attr});
+      };
+      Operation *folded = batched ? rebuild(linalg::BatchMatmulOp())
+                                  : rebuild(linalg::MatmulOp());
       rewriter.replaceOp(op, folded->getResults());
     }
   }
