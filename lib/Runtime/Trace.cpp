@@ -7,7 +7,8 @@
 // group size), each wait the program blocks in, each sgemm and each
 // attention kernel (thread "compute"), and what the caller adds
 // (spmdTraceEvent: the Python bridge's steps). Off, a traced call costs one
-// relaxed atomic load.
+// relaxed atomic load (a region two). A region hook, set while a
+// torch.profiler is on, sees each region's begin and end as they happen.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,9 @@ std::atomic<bool> enabled{false};
 thread_local int quiet = 0;
 
 namespace {
+
+/// Called at each region's begin (with its name) and end (with null).
+std::atomic<SpmdRegionHook> regionHook{nullptr};
 
 struct Event {
   std::string name, category, args;
@@ -87,11 +91,21 @@ void spmdTraceStart(void) {
   enabled.store(true, std::memory_order_relaxed);
 }
 
-int64_t spmdTraceBegin(void) { return on() ? now() : 0; }
+int64_t spmdTraceBegin(const char *name) {
+  if (auto hook = regionHook.load(std::memory_order_relaxed))
+    hook(name);
+  return on() ? now() : 0;
+}
 
 void spmdTraceEnd(int64_t start, const char *name) {
   if (start && on())
     record(name, "region", start, now(), "", kComputeThread);
+  if (auto hook = regionHook.load(std::memory_order_relaxed))
+    hook(nullptr);
+}
+
+void spmdTraceSetRegionHook(SpmdRegionHook hook) {
+  regionHook.store(hook, std::memory_order_relaxed);
 }
 
 void spmdTraceEvent(const char *name, const char *category, int64_t start,

@@ -19,7 +19,10 @@ the runtime, so DIR may differ per rank), and
 the steady clock of one machine; across machines their tracks are offset.
 
 Each compiled step also runs inside `torch.profiler.record_function(
-"spmd.step")`, so a torch.profiler trace shows the step as one range.
+"spmd.step")`, and while a torch.profiler is on, the program's regions
+open and close torch.profiler ranges of the same names as they run (a
+hook the runtime calls; off otherwise), so a torch.profiler trace shows
+the step and, nested in it, where its time went in the model's terms.
 """
 
 import atexit
@@ -142,6 +145,45 @@ def from_environment():
     if directory and not active():
         start(directory)
         atexit.register(stop)
+
+
+def _region_hook(name):
+    """Opens (`name`) or closes (None) a torch.profiler range for a region
+    of the running program (called by the runtime on the calling thread)."""
+    if name is not None:
+        label = _region_labels.get(name)
+        if label is None:
+            label = _region_labels[name] = " > ".join(
+                os.path.basename(f) for f in name.decode().split("|"))
+        _open_ranges.append(
+            torch.ops.profiler._record_function_enter_new(label, None))
+    elif _open_ranges:
+        torch.ops.profiler._record_function_exit._RecordFunction(
+            _open_ranges.pop())
+
+
+_region_labels = {}
+_open_ranges = []
+# The ctypes callback, kept alive for as long as the runtime may call it.
+_hook = _runtime.REGION_HOOK(_region_hook)
+
+
+@contextlib.contextmanager
+def torch_profiler_regions():
+    """While a torch.profiler records: the program's regions as its ranges
+    (see the module's docstring)."""
+    if not torch.autograd.profiler._is_profiler_enabled:
+        yield
+        return
+    lib = _runtime.runtime()
+    lib.spmdTraceSetRegionHook(_hook)
+    try:
+        yield
+    finally:
+        lib.spmdTraceSetRegionHook(_runtime.REGION_HOOK())
+        while _open_ranges:  # a step that failed inside a region
+            torch.ops.profiler._record_function_exit._RecordFunction(
+                _open_ranges.pop())
 
 
 @contextlib.contextmanager

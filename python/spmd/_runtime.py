@@ -52,6 +52,11 @@ def torch_sgemm() -> int:
         return 0
 
 
+# spmdTraceSetRegionHook's callback: a region's name at its begin, NULL at
+# its end.
+REGION_HOOK = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+
+
 def runtime():
     global _lib
     if _lib is not None:
@@ -89,6 +94,8 @@ def runtime():
     lib.spmdTraceEvent.restype = None
     lib.spmdTraceStop.argtypes = [ctypes.c_char_p, ctypes.c_int32]
     lib.spmdTraceStop.restype = ctypes.c_int32
+    lib.spmdTraceSetRegionHook.argtypes = [REGION_HOOK]
+    lib.spmdTraceSetRegionHook.restype = None
     sgemm = torch_sgemm()
     if sgemm:
         lib.spmdSetSgemm(sgemm)

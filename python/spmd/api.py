@@ -273,7 +273,8 @@ class CompiledStep:
             self.cache[key] = executable
         tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
         _profile.from_environment()
-        with torch.profiler.record_function("spmd.step"), _profile.step():
+        with torch.profiler.record_function("spmd.step"), _profile.step(), \
+                _profile.torch_profiler_regions():
             outputs = executable(tensors)
         return pytree.tree_unflatten(outputs, executable.traced.output_spec)
 

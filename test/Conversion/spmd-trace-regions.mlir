@@ -7,15 +7,15 @@
 // CHECK-DAG: llvm.mlir.global internal constant @[[R0:__spmd_region_[0-9]+]]("/home/u/model.py:12|/x/torch/nn/modules/linear.py:125\00")
 // CHECK-DAG: llvm.mlir.global internal constant @[[R1:__spmd_region_[0-9]+]]("/home/u/model.py:13\00")
 // CHECK-LABEL: func.func @step
-// CHECK: %[[T0:.*]] = call @spmdTraceBegin() : () -> i64
+// CHECK: %[[N0:.*]] = llvm.mlir.addressof @[[R0]] : !llvm.ptr
+// CHECK-NEXT: %[[T0:.*]] = call @spmdTraceBegin(%[[N0]]) : (!llvm.ptr) -> i64
 // CHECK-NEXT: call @work(%{{.*}}) : (memref<4xf32>) -> ()
 // CHECK-NEXT: memref.alloc
 // CHECK-NEXT: call @work
-// CHECK-NEXT: %[[N0:.*]] = llvm.mlir.addressof @[[R0]] : !llvm.ptr
 // CHECK-NEXT: call @spmdTraceEnd(%[[T0]], %[[N0]]) : (i64, !llvm.ptr) -> ()
-// CHECK-NEXT: %[[T1:.*]] = call @spmdTraceBegin() : () -> i64
-// CHECK-NEXT: memref.copy
 // CHECK-NEXT: %[[N1:.*]] = llvm.mlir.addressof @[[R1]] : !llvm.ptr
+// CHECK-NEXT: %[[T1:.*]] = call @spmdTraceBegin(%[[N1]]) : (!llvm.ptr) -> i64
+// CHECK-NEXT: memref.copy
 // CHECK-NEXT: call @spmdTraceEnd(%[[T1]], %[[N1]])
 // CHECK-NEXT: call @work(%{{.*}}) : (memref<4xf32>) -> ()
 // CHECK-NEXT: return

@@ -20,8 +20,8 @@ C_TYPES = {"int64_t": "i64", "int32_t": "i32", "double": "f64", "void": None}
 
 def c_type(text):
     text = text.strip()
-    if "*" in text or text.startswith("SpmdStore"):
-        return "ptr"  # pointers and the store callback typedefs
+    if "*" in text or text.startswith(("SpmdStore", "SpmdRegionHook")):
+        return "ptr"  # pointers and the callback typedefs
     words = [w for w in text.replace("const", "").split()]
     return C_TYPES.get(words[0], words[0]) if words else None
 

@@ -61,6 +61,14 @@ with torch.profiler.profile() as prof:
     step(model, opt, *mine)
 ranges = {e.name for e in prof.events()}
 print(f"rank {rank}: torch.profiler sees spmd.step: {'spmd.step' in ranges}")
+# The program's regions are torch.profiler ranges too, inside the step's.
+steps = [e.time_range for e in prof.events() if e.name == "spmd.step"]
+inside = [e for e in prof.events() if ".py:" in e.name and any(
+    s.start <= e.time_range.start and e.time_range.end <= s.end
+    for s in steps)]
+print(f"rank {rank}: torch.profiler sees {len(inside)} regions in the step "
+      f"(Linear's: {any('linear.py' in e.name for e in inside)}, "
+      f"this file's: {any(e.name.startswith('profile_check.py:') for e in inside)})")
 
 if rank == 0:
     trace = json.load(open(f"{directory}/trace.json"))

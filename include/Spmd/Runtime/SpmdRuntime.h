@@ -213,11 +213,15 @@ void spmdTraceStart(void);
 void spmdTraceEvent(const char *name, const char *category, int64_t start,
                     int64_t end, const char *args);
 int32_t spmdTraceStop(const char *path, int32_t rank);
-/* A region of the program (spmd-trace-regions): Begin returns the start
- * time (0 when tracing is off), End records the region `name`
- * ("user.py:LINE|module.py:LINE") from it. */
-int64_t spmdTraceBegin(void);
+/* A region of the program (spmd-trace-regions), `name`
+ * "user.py:LINE|module.py:LINE": Begin returns the start time (0 when
+ * tracing is off), End records the region from it. Both call the region
+ * hook when one is set (Begin with the name, End with NULL): the Python
+ * bridge opens torch.profiler ranges with it. */
+int64_t spmdTraceBegin(const char *name);
 void spmdTraceEnd(int64_t start, const char *name);
+typedef void (*SpmdRegionHook)(const char *name);
+void spmdTraceSetRegionHook(SpmdRegionHook hook);
 
 /* Bytes of those buffers in use now and at most since the last reset (or
  * the start): a program's peak memory besides its state. */

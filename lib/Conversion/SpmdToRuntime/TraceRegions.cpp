@@ -3,7 +3,7 @@
 // spmd-trace-regions: in each public function, runs of consecutive ops
 // that compute something (calls, linalg ops, loops, copies) and come from
 // the same line of the user's code become one region, bracketed by
-// `spmdTraceBegin()` / `spmdTraceEnd(start, name)`: with tracing on, the
+// `spmdTraceBegin(name)` / `spmdTraceEnd(start, name)`: with tracing on, the
 // runtime records it as an event named after that line (and the torch.nn
 // module line it runs in), so a step trace shows where the time goes in
 // the user's terms. With tracing off each costs two calls and an atomic
@@ -93,11 +93,11 @@ struct SpmdTraceRegionsPass
       if (!first)
         return;
       b.setInsertionPoint(first);
+      Value text = name(b, module, current, first->getLoc());
       Value start = callRuntime(b, module, first->getLoc(), "spmdTraceBegin",
-                                {}, {b.getI64Type()})
+                                {text}, {b.getI64Type()})
                         .getResult(0);
       b.setInsertionPointAfter(last);
-      Value text = name(b, module, current, last->getLoc());
       callRuntime(b, module, last->getLoc(), "spmdTraceEnd", {start, text});
       first = last = nullptr;
     };
