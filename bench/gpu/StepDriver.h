@@ -11,9 +11,14 @@
 #ifndef SPMD_BENCH_GPU_STEPDRIVER_H
 #define SPMD_BENCH_GPU_STEPDRIVER_H
 
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #ifndef SPMD_CPU
 extern "C" {
@@ -45,6 +50,44 @@ template <int R> struct MemRef {
 template <> struct MemRef<0> {
   float *allocated, *aligned;
   int64_t offset;
+};
+
+/// SPMD_TRACE=DIR: the steps run between its construction and finish() are
+/// traced (the runtime's events, each step one "step" event) into
+/// DIR/trace-rank<R>.json; `python -m spmd.timeline DIR` merges the ranks'
+/// files into DIR/trace.json and draws it.
+class StepTrace {
+public:
+  StepTrace() : dir(std::getenv("SPMD_TRACE")) {
+    if (dir)
+      spmdTraceStart();
+  }
+  void beginStep() {
+    if (dir)
+      start = spmdTraceNow();
+  }
+  void endStep() {
+    if (dir)
+      spmdTraceEvent("step", "step", start, spmdTraceNow(),
+                     ("\"index\": " + std::to_string(index++)).c_str());
+  }
+  /// Writes this rank's file; false (with a message) when it cannot.
+  bool finish(int rank) {
+    if (!dir)
+      return true;
+    ::mkdir(dir, 0777);
+    std::string path =
+        std::string(dir) + "/trace-rank" + std::to_string(rank) + ".json";
+    if (spmdTraceStop(path.c_str(), rank) == 0)
+      return true;
+    std::perror(path.c_str());
+    return false;
+  }
+
+private:
+  const char *dir;
+  int64_t start = 0;
+  int index = 0;
 };
 
 #endif // SPMD_BENCH_GPU_STEPDRIVER_H

@@ -127,7 +127,8 @@ for m in $models; do
     "${m}_ref.txt" ${model_flags[$m]}
 done
 cp "$here/check.sh" "$here/torch_eager.py" \
-  "$SPMD_ROOT/test/Integration/Collectives/check_collectives.py" "$out/"
+  "$SPMD_ROOT/test/Integration/Collectives/check_collectives.py" \
+  "$SPMD_ROOT/python/spmd/timeline.py" "$out/"
 if [ $emulate = 1 ]; then
   # check.sh runs against the emulator's libraries instead of CUDA's.
   echo "$SPMD_BUILD/lib/gpu-emulator" > "$out/emulated"

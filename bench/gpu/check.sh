@@ -65,6 +65,15 @@ for m in mlp_sgd norm_adam transformer embed_adamw norm_adam_bf16; do
   echo -n "$m: "
   timeout 60 "$out/${m}_gpu" "$out/${m}_ref.txt" || echo "$m FAILED (rc $?)"
 done | tee "$out/models.txt"
+echo "== a step trace of the transformer program (SPMD_TRACE; kernels, GEMMs, collectives on their streams)"
+rm -rf "$out/trace-transformer"
+SPMD_TRACE="$out/trace-transformer" timeout 60 "$out/transformer_gpu" \
+  "$out/transformer_ref.txt" > /dev/null 2>&1
+trace_rc=$?
+"$python" "$out/timeline.py" "$out/trace-transformer" \
+  -o "$out/transformer-trace.png" --last 2 > "$out/trace.txt" 2>&1
+trace_draw_rc=$?
+cat "$out/trace.txt"
 if [ -z "$emulated" ]; then
   echo "== PyTorch eager on the same GPU"
   timeout 120 "$python" "$out/torch_eager.py" "$B" "$K" "$N" | tee "$out/torch.txt"
@@ -103,6 +112,14 @@ attention_ok=$(grep -c ': OK$' "$out/attention.txt")
 echo "| fused attention, forward + backward, masked and causal (8 checks) | $attention_ok of 8 OK (rc $attention_rc) |"
 models_ok=$(grep -c ': OK$' "$out/models.txt")
 echo "| spmd.compile programs, 4 models (+1 autocast bf16) vs CPU path | $models_ok of 5 OK |"
+trace_line=$(sed -n 's/^rank 0: \(.*\)$/\1/p' "$out/trace.txt")
+if [ "$trace_rc" = 0 ] && [ "$trace_draw_rc" = 0 ] && [ -n "$trace_line" ]; then
+  trace_cell="$trace_line ($out/transformer-trace.png)"
+else
+  trace_cell="FAILED (run rc $trace_rc, draw rc $trace_draw_rc)"
+fi
+echo "| step trace, transformer program (3 steps) | $trace_cell |"
 [ "$check" = OK ] && [ "$train" = OK ] && [ "$torch_rc" = 0 ] &&
   [ "$coll_cell" = "12 of 12 ok" ] && [ "$models_ok" = 5 ] &&
-  [ "$attention_ok" = 8 ] && [ "$attention_rc" = 0 ]
+  [ "$attention_ok" = 8 ] && [ "$attention_rc" = 0 ] &&
+  [ "$trace_rc" = 0 ] && [ "$trace_draw_rc" = 0 ] && [ -n "$trace_line" ]

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ namespace spmd::trace {
 
 std::atomic<bool> enabled{false};
 thread_local int quiet = 0;
+void (*flushDevice)() = nullptr;
 
 namespace {
 
@@ -42,6 +44,10 @@ std::mutex mutex;
 std::vector<Event> &events() {
   static auto *list = new std::vector<Event>;
   return *list;
+}
+std::map<int, std::string> &threadNames() {
+  static auto *names = new std::map<int, std::string>;
+  return *names;
 }
 
 /// `text` as a JSON string body.
@@ -68,6 +74,11 @@ int64_t now() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+void nameThread(int thread, std::string name) {
+  std::lock_guard<std::mutex> lock(mutex);
+  threadNames()[thread] = std::move(name);
 }
 
 void record(std::string name, const char *category, int64_t start, int64_t end,
@@ -116,6 +127,8 @@ void spmdTraceEvent(const char *name, const char *category, int64_t start,
 }
 
 int32_t spmdTraceStop(const char *path, int32_t rank) {
+  if (flushDevice)
+    flushDevice();
   std::lock_guard<std::mutex> lock(mutex);
   enabled.store(false, std::memory_order_relaxed);
   FILE *file = std::fopen(path, "w");
@@ -123,6 +136,13 @@ int32_t spmdTraceStop(const char *path, int32_t rank) {
     return -1;
   std::fputs("[\n", file);
   bool first = true;
+  for (const auto &[thread, name] : threadNames()) {
+    std::fprintf(file,
+                 "%s{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
+                 "\"tid\": %d, \"args\": {\"name\": \"%s\"}}",
+                 first ? "" : ",\n", rank, thread, escape(name).c_str());
+    first = false;
+  }
   for (const Event &e : events()) {
     // Microseconds, as the format has them (fractions keep nanoseconds).
     std::fprintf(file,

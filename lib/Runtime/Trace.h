@@ -24,6 +24,13 @@ int64_t now();
 void record(std::string name, const char *category, int64_t start, int64_t end,
             std::string args, int thread);
 
+/// Names trace thread `thread` (written with the events).
+void nameThread(int thread, std::string name);
+
+/// Set by a runtime whose work completes asynchronously (the GPU runtime):
+/// records what it still holds, called when the trace stops.
+extern void (*flushDevice)();
+
 extern std::atomic<bool> enabled;
 /// Nonzero inside a recorded call whose own calls are not recorded (the
 /// attention kernels' block GEMMs).

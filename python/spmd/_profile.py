@@ -85,17 +85,10 @@ def stop():
         parts.append(bytes(data.numpy()))
     if rank != 0:
         return None
-    events = []
-    for r in range(world):
-        events.append({"name": "process_name", "ph": "M", "pid": r,
-                       "args": {"name": f"rank {r}"}})
-        for tid, name in ((0, "compute"), (1, "collectives")):
-            events.append({"name": "thread_name", "ph": "M", "pid": r,
-                           "tid": tid, "args": {"name": name}})
-        events += [_named(e) for e in json.loads(parts[r].decode())]
+    from . import timeline  # not at import: `python -m spmd.timeline`
     merged = directory / "trace.json"
-    merged.write_text(json.dumps({"traceEvents": events,
-                                  "displayTimeUnit": "ms"}))
+    merged.write_text(json.dumps(timeline.merge(
+        [[_named(e) for e in json.loads(p.decode())] for p in parts])))
     return merged
 
 

@@ -11,10 +11,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuCommon.h"
+#include "GpuTrace.h"
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 using spmd::gpu::checkCu;
@@ -46,6 +48,7 @@ void mgpuModuleUnload(CUmodule module) {
 CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
   CUfunction function = nullptr;
   checkCu(cuModuleGetFunction(&function, module, name), "cuModuleGetFunction");
+  spmd::gpu::trace::nameFunction(function, name);
   return function;
 }
 
@@ -53,9 +56,17 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t smem, CUstream stream,
                       void **params, void **extra, size_t /*paramsCount*/) {
+  CUevent traced = spmd::gpu::trace::begin(stream);
   checkCu(cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
                          smem, stream, params, extra),
           "cuLaunchKernel");
+  if (traced)
+    spmd::gpu::trace::end(
+        traced, stream, spmd::gpu::trace::functionName(function), "kernel",
+        "\"grid\": [" + std::to_string(gridX) + ", " + std::to_string(gridY) +
+            ", " + std::to_string(gridZ) + "], \"block\": [" +
+            std::to_string(blockX) + ", " + std::to_string(blockY) + ", " +
+            std::to_string(blockZ) + "]");
 }
 
 /// Streams the host code is done with, for the next mgpuStreamCreate: the
@@ -144,9 +155,13 @@ void mgpuMemFree(void *ptr, CUstream stream) {
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t bytes, CUstream stream) {
+  CUevent traced = spmd::gpu::trace::begin(stream);
   checkCu(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                         reinterpret_cast<CUdeviceptr>(src), bytes, stream),
           "cuMemcpyAsync");
+  if (traced)
+    spmd::gpu::trace::end(traced, stream, "memcpy", "copy",
+                          "\"bytes\": " + std::to_string(bytes));
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count,

@@ -13,12 +13,14 @@
 
 #include "AttentionShape.h"
 #include "GpuCommon.h"
+#include "GpuTrace.h"
 
 #include "Spmd/Runtime/SpmdGpuRuntime.h"
 
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <string>
 
 #ifdef SPMD_HAVE_ATTENTION_FATBIN
 #include "attention_fatbin.h"
@@ -84,14 +86,20 @@ Shape shape(const char *what, int64_t B, int64_t H, int64_t L, int64_t S,
 }
 
 void launch(CUfunction f, int64_t rows, int64_t H, int64_t B, void **params,
-            const char *what) {
+            const char *name, const char *what) {
   CUstream stream = spmd::gpu::programStream();
   unsigned blocks = unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock);
   if (blocks == 0)
     return;
+  CUevent traced = spmd::gpu::trace::begin(stream);
   spmd::gpu::checkCu(cuLaunchKernel(f, blocks, unsigned(H), unsigned(B),
                                     kThreads, 1, 1, 0, stream, params, nullptr),
                      what);
+  if (traced)
+    spmd::gpu::trace::end(traced, stream, name, "attention",
+                          "\"blocks\": " + std::to_string(blocks) +
+                              ", \"heads\": " + std::to_string(H) +
+                              ", \"batches\": " + std::to_string(B));
 }
 
 /// Outside a compiled program the call returns when the kernels are done.
@@ -113,7 +121,8 @@ void spmdGpuAttentionForward(int64_t query, int64_t key, int64_t value,
   Shape s = shape("spmdGpuAttentionForward", B, H, L, S, E, Ev, maskB, maskH,
                   maskL, scale, causal);
   void *params[] = {&query, &key, &value, &mask, &out, &lse, &s};
-  launch(k.forward, L, H, B, params, "cuLaunchKernel (attention forward)");
+  launch(k.forward, L, H, B, params, "attention forward",
+         "cuLaunchKernel (attention forward)");
   finish("cuStreamSynchronize (attention forward)");
 }
 
@@ -131,8 +140,10 @@ void spmdGpuAttentionBackward(int64_t grad, int64_t query, int64_t key,
   void *dq[] = {&grad, &query, &key, &value, &out, &lse, &mask, &gradQuery, &s};
   void *dkdv[] = {&grad, &query, &key,     &value,     &out,
                   &lse,  &mask,  &gradKey, &gradValue, &s};
-  launch(k.backwardQuery, L, H, B, dq, "cuLaunchKernel (attention dQ)");
-  launch(k.backwardKeyValue, S, H, B, dkdv, "cuLaunchKernel (attention dK dV)");
+  launch(k.backwardQuery, L, H, B, dq, "attention backward dQ",
+         "cuLaunchKernel (attention dQ)");
+  launch(k.backwardKeyValue, S, H, B, dkdv, "attention backward dK dV",
+         "cuLaunchKernel (attention dK dV)");
   finish("cuStreamSynchronize (attention backward)");
 }
 

@@ -28,7 +28,9 @@
 
 #include "../JobChecks.h"
 #include "../MeshGroup.h"
+#include "../Trace.h"
 #include "GpuCommon.h"
+#include "GpuTrace.h"
 
 #include "Spmd/Runtime/SpmdGpuRuntime.h"
 #include "Spmd/Runtime/SpmdRuntime.h"
@@ -108,6 +110,10 @@ struct Runtime {
   CUstream copyStream = nullptr;
   /// Snapshots of the collective being started, freed after it.
   std::vector<CUdeviceptr> snapshots;
+  /// While tracing: where the collective being started begins on the
+  /// communication stream, and its input bytes.
+  CUevent traceStart = nullptr;
+  int64_t traceBytes = 0;
   /// Open spmdGpuProgramBegin calls; the stream their work is ordered on,
   /// and the event that orders the communication stream after it.
   int programDepth = 0;
@@ -446,6 +452,13 @@ void waitPolling(CUevent event, const char *op, int64_t packed, int64_t mask) {
 /// input is copied first, on a stream of its own that the host waits for
 /// (the copy, not the communication queue), and the copy is freed on the
 /// communication stream after the collective.
+/// While tracing: the collective about to be enqueued starts here on the
+/// communication stream (after what it waits for).
+void traceStart(size_t bytes) {
+  rt().traceStart = spmd::gpu::trace::begin(rt().stream);
+  rt().traceBytes = static_cast<int64_t>(bytes);
+}
+
 int64_t snapshot(int64_t in, size_t bytes) {
   Runtime &r = rt();
   if (r.programDepth > 0) {
@@ -464,10 +477,13 @@ int64_t snapshot(int64_t in, size_t bytes) {
                        "cuEventRecord (program stream)");
     spmd::gpu::checkCu(cuStreamWaitEvent(r.stream, r.programEvent, 0),
                        "cuStreamWaitEvent (communication stream)");
+    traceStart(bytes);
     return in;
   }
-  if (r.blocking || bytes == 0)
+  if (r.blocking || bytes == 0) {
+    traceStart(bytes);
     return in;
+  }
   if (!r.copyStream)
     spmd::gpu::checkCu(cuStreamCreate(&r.copyStream, CU_STREAM_NON_BLOCKING),
                        "cuStreamCreate (input snapshots)");
@@ -479,6 +495,7 @@ int64_t snapshot(int64_t in, size_t bytes) {
   spmd::gpu::checkCu(cuStreamSynchronize(r.copyStream),
                      "cuStreamSynchronize (input snapshot)");
   r.snapshots.push_back(copy);
+  traceStart(bytes);
   return static_cast<int64_t>(copy);
 }
 
@@ -505,7 +522,15 @@ int64_t record(const char *op, int64_t packed, int64_t mask) {
   CUevent event;
   spmd::gpu::checkCu(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
                      "cuEventCreate");
-  afterEnqueued([event, op] {
+  CUevent traced = rt().traceStart;
+  rt().traceStart = nullptr;
+  std::string args;
+  if (traced)
+    args =
+        "\"bytes\": " + std::to_string(rt().traceBytes) +
+        ", \"group size\": " + std::to_string(groupSize(group(packed, mask)));
+  afterEnqueued([event, op, traced, args] {
+    spmd::gpu::trace::end(traced, rt().stream, op, "collective", args);
     spmd::gpu::checkCu(cuEventRecord(event, rt().stream), op);
   });
   auto handle = reinterpret_cast<int64_t>(event);
@@ -525,6 +550,7 @@ cublasHandle_t blasHandle(const char *what, int32_t order) {
   if (!r.blas) {
     spmd::gpu::checkCu(cuStreamCreate(&r.blasStream, CU_STREAM_NON_BLOCKING),
                        "cuStreamCreate (cuBLAS)");
+    spmd::gpu::trace::nameStream(r.blasStream, "GPU cuBLAS stream");
     checkBlas(cublasCreate(&r.blas), "cublasCreate");
     // SPMD_GPU_ALLOW_TF32=1: f32 GEMMs on tensor cores with inputs rounded
     // to TF32 (10 mantissa bits), as torch.backends.cuda.matmul.allow_tf32.
@@ -546,6 +572,18 @@ cublasHandle_t blasHandle(const char *what, int32_t order) {
 void blasDone(const char *what) {
   if (rt().programDepth == 0)
     spmd::gpu::checkCu(cuStreamSynchronize(rt().blasStream), what);
+}
+
+/// The stream blasHandle set cuBLAS to.
+CUstream blasStream() {
+  return rt().programDepth > 0 ? rt().programStream : rt().blasStream;
+}
+
+/// "m": .., "n": .., "k": .., "batch": .. (a GEMM's trace arguments).
+std::string gemmArgs(int32_t m, int32_t n, int32_t k, int32_t batch) {
+  return "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) +
+         ", \"k\": " + std::to_string(k) +
+         ", \"batch\": " + std::to_string(batch);
 }
 
 cublasOperation_t blasOp(int32_t trans) {
@@ -592,6 +630,7 @@ CUstream spmd::gpu::programStream() {
 
 void spmd::gpu::synchronize(CUstream stream) {
   Runtime &r = rt();
+  int64_t waitStart = spmd::trace::on() ? spmd::trace::now() : 0;
   if (stream && stream == r.programStream && r.pendingOp) {
     // Collectives in flight: wait watching for failed peers and the
     // timeout, as spmdWait does outside programs.
@@ -601,6 +640,9 @@ void spmd::gpu::synchronize(CUstream stream) {
     r.pendingOp = nullptr;
   }
   checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize");
+  if (waitStart && spmd::trace::on())
+    spmd::trace::record("wait for the GPU", "wait", waitStart,
+                        spmd::trace::now(), "", spmd::trace::kComputeThread);
 }
 
 void spmd::gpu::ensureContext() {
@@ -656,6 +698,7 @@ void spmdInit(void) {
   spmd::gpu::ensureContext();
   spmd::gpu::checkCu(cuStreamCreate(&r.stream, CU_STREAM_NON_BLOCKING),
                      "cuStreamCreate (communication)");
+  spmd::gpu::trace::nameStream(r.stream, "GPU communication stream");
   ncclUniqueId id = exchangeUniqueId(r.rank, r.size);
   checkNccl(ncclCommInitRank(&r.world, r.size, id, r.rank), "ncclCommInitRank");
 }
@@ -931,6 +974,7 @@ void spmdGpuProgramBegin(void) {
   if (!r.programStream) {
     spmd::gpu::checkCu(cuStreamCreate(&r.programStream, CU_STREAM_NON_BLOCKING),
                        "cuStreamCreate (program stream)");
+    spmd::gpu::trace::nameStream(r.programStream, "GPU program stream");
     spmd::gpu::checkCu(cuEventCreate(&r.programEvent, CU_EVENT_DISABLE_TIMING),
                        "cuEventCreate (program stream)");
   }
@@ -1132,6 +1176,7 @@ void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                   int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
                   int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc) {
   cublasHandle_t blas = blasHandle("spmdGpuSgemm", order);
+  CUevent traced = spmd::gpu::trace::begin(blasStream());
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap
   // the operands and keep the transposition flags.
   checkBlas(cublasSgemm(blas, blasOp(transB), blasOp(transA), n, m, k, &alpha,
@@ -1139,6 +1184,9 @@ void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                         static_cast<const float *>(ptr(a)), lda, &beta,
                         static_cast<float *>(ptr(c)), ldc),
             "cublasSgemm");
+  if (traced)
+    spmd::gpu::trace::end(traced, blasStream(), "sgemm", "blas",
+                          gemmArgs(m, n, k, 1));
   blasDone("cuStreamSynchronize (sgemm)");
 }
 
@@ -1149,12 +1197,16 @@ void spmdGpuSgemmStridedBatched(int32_t order, int32_t transA, int32_t transB,
                                 float beta, int64_t c, int32_t ldc,
                                 int64_t strideC, int32_t batch) {
   cublasHandle_t blas = blasHandle("spmdGpuSgemmStridedBatched", order);
+  CUevent traced = spmd::gpu::trace::begin(blasStream());
   checkBlas(cublasSgemmStridedBatched(
                 blas, blasOp(transB), blasOp(transA), n, m, k, &alpha,
                 static_cast<const float *>(ptr(b)), ldb, strideB,
                 static_cast<const float *>(ptr(a)), lda, strideA, &beta,
                 static_cast<float *>(ptr(c)), ldc, strideC, batch),
             "cublasSgemmStridedBatched");
+  if (traced)
+    spmd::gpu::trace::end(traced, blasStream(), "sgemm strided batched", "blas",
+                          gemmArgs(m, n, k, batch));
   blasDone("cuStreamSynchronize (strided-batched sgemm)");
 }
 
@@ -1174,6 +1226,7 @@ void spmdGpuGemmBf16StridedBatched(int32_t order, int32_t transA,
                                    int64_t c, int32_t ldc, int64_t strideC,
                                    int32_t batch) {
   cublasHandle_t blas = blasHandle("spmdGpuGemmBf16StridedBatched", order);
+  CUevent traced = spmd::gpu::trace::begin(blasStream());
   // bf16 operands, f32 result and accumulation (as autocast's matmuls:
   // the result is rounded to bf16 by the program after).
   checkBlas(cublasGemmStridedBatchedEx(
@@ -1182,6 +1235,9 @@ void spmdGpuGemmBf16StridedBatched(int32_t order, int32_t transA,
                 &beta, ptr(c), CUDA_R_32F, ldc, strideC, batch,
                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "cublasGemmStridedBatchedEx (bf16)");
+  if (traced)
+    spmd::gpu::trace::end(traced, blasStream(), "gemm bf16", "blas",
+                          gemmArgs(m, n, k, batch));
   blasDone("cuStreamSynchronize (bf16 gemm)");
 }
 

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,8 @@ namespace {
 struct Marker {
   CUstream stream = nullptr;
   bool done = true;
+  /// When the stream reached it (steady clock, ns; 0 until then).
+  int64_t reachedNs = 0;
 };
 
 } // namespace
@@ -606,7 +609,21 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
   m->stream = stream;
   m->done = false;
   event->last = m;
-  spmd::emu::enqueue(stream, [m] { m->done = true; });
+  spmd::emu::enqueue(stream, [m] {
+    m->done = true;
+    m->reachedNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
+  });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  // As the driver: both must have been recorded and reached.
+  if (!start->last->reachedNs || !end->last->reachedNs)
+    return start->last->done && end->last->done ? CUDA_ERROR_INVALID_HANDLE
+                                                : CUDA_ERROR_NOT_READY;
+  *ms = float(double(end->last->reachedNs - start->last->reachedNs) / 1e6);
   return CUDA_SUCCESS;
 }
 

@@ -16,7 +16,8 @@
 //   bridge_step_cpu OUT.txt           (the CPU path: writes the reference)
 //   bridge_step_cpu --check REF.txt   (the CPU path on N ranks vs REF)
 //   bridge_step_gpu REF.txt           (the GPU path vs REF)
-// SPMD_STEP_VERBOSE=1: rank 0 lists every state that deviates.
+// SPMD_STEP_VERBOSE=1: rank 0 lists every state that deviates;
+// SPMD_TRACE=DIR: the 3 steps are traced (StepDriver.h's StepTrace).
 #include "../../../../bench/gpu/StepDriver.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
@@ -149,7 +150,9 @@ int main(int argc, char **argv) {
              YC ? std::vector<int64_t>{rows, YC} : std::vector<int64_t>{rows});
   using Fn = void (*)(...);
   Fn step = reinterpret_cast<Fn>(&train_step);
+  StepTrace trace;
   for (int s = 0; s < 3; ++s) {
+    trace.beginStep();
     switch (args.size()) {
     case 10: // 1-D, 1-D
       step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
@@ -167,7 +170,10 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "unexpected inputs\n");
       return 2;
     }
+    trace.endStep();
   }
+  if (!trace.finish(rank))
+    return 1;
   std::map<std::string, std::vector<float>> got;
   for (auto &[name, st] : states) {
     std::vector<float> v(size_t(st.second / 4));
