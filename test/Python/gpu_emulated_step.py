@@ -73,7 +73,9 @@ class Toolchain:
         work = self.work
         text = (work / f"{case}.mlir").read_text()
         pipeline = f"--pass-pipeline={_toolchain.pipeline()}"
-        local = run([self.bin / "spmd-opt", pipeline], text)
+        # With locations: step traces name kernels after the model's lines.
+        local = run([self.bin / "spmd-opt", pipeline,
+                     "--mlir-print-debuginfo"], text)
         single = run([self.bin / "spmd-opt", pipeline],
                      text.replace("shape = 2", "shape = 1"))
         cpu = self.lower(f"{case}.cpu", single, "spmd-opt",

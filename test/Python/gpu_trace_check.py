@@ -9,8 +9,8 @@ per rank: the traced steps; the kernel (and attention kernel) events, GEMMs
 and collectives of the trace are exactly the launches, cuBLAS calls and
 collectives the emulated driver saw over the run; every device event lies
 inside a step (the host waits for the device at a step's end); collectives
-carry their bytes and group size; and the device's threads are named after
-their streams.
+carry their bytes and group size; the device's threads are named after
+their streams; and kernels are named after the model's source lines.
 """
 
 import json
@@ -51,6 +51,9 @@ def main():
                              e["args"].get("group size") == len(ranks)
                              for e in device if e["cat"] == "collective")
         streams = sorted({names.get(e["tid"], "?") for e in device})
+        kernels = [e for e in device if e["cat"] == "kernel"]
+        named = sum(".py:" in e["name"] for e in kernels)
+        lines = sorted({e["name"] for e in kernels if ".py:" in e["name"]})
         same = (launches == counts["launches"] and
                 by["blas"] == counts["gemms"] and
                 by["collective"] == counts["collectives"])
@@ -61,6 +64,8 @@ def main():
               f"{counts['collectives']}): {'same' if same else 'DIFFERENT'}; "
               f"inside steps: {inside}; collective bytes and group: "
               f"{collectives_ok}; streams: {streams}")
+        print(f"rank {rank}: {named} of {len(kernels)} kernels named after "
+              f"the model's lines, e.g. {lines[:2]}")
 
 
 if __name__ == "__main__":

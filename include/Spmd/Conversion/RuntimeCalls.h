@@ -1,9 +1,10 @@
 //===- RuntimeCalls.h - building calls into libSpmdRuntime ------*- C++ -*-===//
 //
 // What the lowerings to runtime calls share (convert-spmd-to-runtime,
-// spmd-lower-attention, spmd-trace-regions): a call of a runtime function,
-// declared private in the module on first use; a buffer's address as the
-// i64 the C ABI takes; a constant C string.
+// spmd-lower-attention, spmd-trace-regions, spmd-gpu-trace-sources): a call
+// of a runtime function, declared private in the module on first use; a
+// buffer's address as the i64 the C ABI takes; a constant C string; the
+// name a trace gives the code of a location.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +32,12 @@ Value bufferAddress(OpBuilder &b, Location loc, Value memref);
 /// it exists.
 Value stringConstant(OpBuilder &b, ModuleOp module, Location loc,
                      StringRef text, StringRef symbol);
+
+/// "user.py:LINE|module.py:LINE" for the innermost frame of the user's code
+/// and the innermost torch.nn module frame of `loc` (callsite locations list
+/// the innermost frame first; PyTorch's, torch-mlir's and the bridge's own
+/// frames are not the user's); empty when there is no user frame.
+std::string traceRegionName(Location loc);
 
 } // namespace mlir::spmd
 

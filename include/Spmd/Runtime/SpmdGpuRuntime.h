@@ -89,6 +89,12 @@ void spmdGpuAttentionBackward(int64_t grad, int64_t query, int64_t key,
 void spmdGpuProgramBegin(void);
 void spmdGpuProgramEnd(void);
 
+/* The user's code the next kernel launch, GEMM or attention call runs
+ * ("user.py:LINE|module.py:LINE", NULL for none; spmd-gpu-trace-sources
+ * emits it before each): while tracing, the kernel's event is named after
+ * it, a GEMM's or attention's event carries it as `source`. */
+void spmdGpuTraceSource(const char *source);
+
 #ifdef __cplusplus
 }
 #endif

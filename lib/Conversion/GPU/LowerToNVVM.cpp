@@ -140,6 +140,7 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(spmd::createSpmdVerifyGpuHostCodePass());
+  pm.addPass(spmd::createSpmdGpuTraceSourcesPass());
   if (options.emulate) {
     pm.addPass(spmd::createSpmdGpuKernelsToHostPass());
     // The NVVM lowering handles math.fpowi/ipowi; on the host, LLVM's powi

@@ -55,6 +55,7 @@ bool isStreamOrdered(StringRef callee) {
                                           "spmd_register_state",
                                           "spmdTraceBegin",
                                           "spmdTraceEnd",
+                                          "spmdGpuTraceSource",
                                           "spmdGpuAttentionForward",
                                           "spmdGpuAttentionBackward"};
   return names.contains(callee);

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 
@@ -40,4 +41,34 @@ Value mlir::spmd::stringConstant(OpBuilder &b, ModuleOp module, Location loc,
   }
   return LLVM::AddressOfOp::create(
       b, loc, LLVM::LLVMPointerType::get(module.getContext()), symbol);
+}
+
+/// Frames of PyTorch's own code, torch-mlir's, the bridge's (python/spmd/
+/// api.py and _*.py) and the compiler's files.
+static bool isLibraryFrame(StringRef file) {
+  StringRef base = llvm::sys::path::filename(file);
+  bool bridge =
+      llvm::sys::path::filename(llvm::sys::path::parent_path(file)) == "spmd" &&
+      (base.starts_with("_") || base == "api.py");
+  return bridge || file.contains("/torch/") || file.contains("/torch_mlir/") ||
+         file.starts_with("<") || file.ends_with(".mlir");
+}
+
+std::string mlir::spmd::traceRegionName(Location loc) {
+  std::string user, module;
+  loc->walk([&](Location inner) {
+    auto file = dyn_cast<FileLineColLoc>(inner);
+    if (!file)
+      return WalkResult::advance();
+    StringRef name = file.getFilename().getValue();
+    std::string at = (name + ":" + Twine(file.getLine())).str();
+    if (module.empty() && user.empty() && name.contains("/torch/nn/modules/"))
+      module = at;
+    if (user.empty() && !isLibraryFrame(name))
+      user = at;
+    return WalkResult::advance();
+  });
+  if (user.empty())
+    return {};
+  return module.empty() ? user : user + "|" + module;
 }

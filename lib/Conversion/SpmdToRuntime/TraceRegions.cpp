@@ -31,35 +31,6 @@ using namespace mlir::spmd;
 
 namespace {
 
-/// Frames of PyTorch's own code, the bridge's and the compiler's files.
-bool isLibraryFrame(StringRef file) {
-  return file.contains("/torch/") || file.contains("/torch_mlir/") ||
-         file.contains("/spmd/") || file.starts_with("<") ||
-         file.ends_with(".mlir");
-}
-
-/// "user.py:LINE|module.py:LINE" for the innermost frame of the user's code
-/// and the innermost torch.nn module frame of `loc` (callsite locations list
-/// the innermost frame first); empty when there is no user frame.
-std::string regionName(Location loc) {
-  std::string user, module;
-  loc->walk([&](Location inner) {
-    auto file = dyn_cast<FileLineColLoc>(inner);
-    if (!file)
-      return WalkResult::advance();
-    StringRef name = file.getFilename().getValue();
-    std::string at = (name + ":" + Twine(file.getLine())).str();
-    if (module.empty() && user.empty() && name.contains("/torch/nn/modules/"))
-      module = at;
-    if (user.empty() && !isLibraryFrame(name))
-      user = at;
-    return WalkResult::advance();
-  });
-  if (user.empty())
-    return {};
-  return module.empty() ? user : user + "|" + module;
-}
-
 /// Ops that take time: calls, linalg ops, loops, copies.
 bool isWork(Operation *op) {
   return isa<func::CallOp, linalg::LinalgOp, scf::ForOp, scf::WhileOp,
@@ -107,7 +78,7 @@ struct SpmdTraceRegionsPass
       if (auto call = dyn_cast<func::CallOp>(op);
           call && call.getCallee().starts_with("spmdTrace"))
         continue;
-      std::string region = regionName(op.getLoc());
+      std::string region = traceRegionName(op.getLoc());
       if (region.empty() || region != current)
         close();
       if (region.empty())

@@ -62,11 +62,12 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
           "cuLaunchKernel");
   if (traced)
     spmd::gpu::trace::end(
-        traced, stream, spmd::gpu::trace::functionName(function), "kernel",
-        "\"grid\": [" + std::to_string(gridX) + ", " + std::to_string(gridY) +
-            ", " + std::to_string(gridZ) + "], \"block\": [" +
-            std::to_string(blockX) + ", " + std::to_string(blockY) + ", " +
-            std::to_string(blockZ) + "]");
+        traced, stream, spmd::gpu::trace::kernelEventName(function), "kernel",
+        spmd::gpu::trace::kernelEventArgs(function) + ", \"grid\": [" +
+            std::to_string(gridX) + ", " + std::to_string(gridY) + ", " +
+            std::to_string(gridZ) + "], \"block\": [" + std::to_string(blockX) +
+            ", " + std::to_string(blockY) + ", " + std::to_string(blockZ) +
+            "]");
 }
 
 /// Streams the host code is done with, for the next mgpuStreamCreate: the

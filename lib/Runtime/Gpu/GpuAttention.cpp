@@ -99,7 +99,8 @@ void launch(CUfunction f, int64_t rows, int64_t H, int64_t B, void **params,
     spmd::gpu::trace::end(traced, stream, name, "attention",
                           "\"blocks\": " + std::to_string(blocks) +
                               ", \"heads\": " + std::to_string(H) +
-                              ", \"batches\": " + std::to_string(B));
+                              ", \"batches\": " + std::to_string(B) +
+                              spmd::gpu::trace::sourceArg());
 }
 
 /// Outside a compiled program the call returns when the kernels are done.

@@ -140,11 +140,62 @@ void nameFunction(CUfunction function, const char *name) {
   s.functions[function] = name;
 }
 
-const char *functionName(CUfunction function) {
+namespace {
+
+/// The source of the next traced call (set by spmdGpuTraceSource).
+thread_local const char *currentSource = nullptr;
+
+/// "model.py:30 > linear.py:134" for "/a/model.py:30|/b/linear.py:134".
+std::string displayName(const char *source) {
+  std::string out, text = source;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find('|', begin);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string frame = text.substr(begin, end - begin);
+    size_t slash = frame.rfind('/');
+    out += (out.empty() ? "" : " > ") +
+           (slash == std::string::npos ? frame : frame.substr(slash + 1));
+    begin = end + 1;
+  }
+  return out;
+}
+
+std::string functionName(CUfunction function) {
   DeviceTrace &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.functions.find(function);
-  return it == s.functions.end() ? "kernel" : it->second.c_str();
+  return it == s.functions.end() ? "kernel" : it->second;
 }
 
+} // namespace
+
+std::string kernelEventName(CUfunction function) {
+  return currentSource ? displayName(currentSource) : functionName(function);
+}
+
+std::string kernelEventArgs(CUfunction function) {
+  return "\"kernel\": \"" + functionName(function) + "\"" + sourceArg();
+}
+
+std::string sourceArg() {
+  if (!currentSource)
+    return "";
+  // Paths and line numbers: nothing to escape but quotes and backslashes.
+  std::string escaped;
+  for (const char *c = currentSource; *c; ++c) {
+    if (*c == '"' || *c == '\\')
+      escaped += '\\';
+    escaped += *c;
+  }
+  return ", \"source\": \"" + escaped + "\"";
+}
+
+void setSource(const char *source) { currentSource = source; }
+
 } // namespace spmd::gpu::trace
+
+extern "C" void spmdGpuTraceSource(const char *source) {
+  spmd::gpu::trace::setSource(source);
+}

@@ -33,7 +33,18 @@ void nameStream(CUstream stream, const char *name);
 
 /// Remembers a kernel's name for the launches of `function`.
 void nameFunction(CUfunction function, const char *name);
-const char *functionName(CUfunction function);
+
+/// The event name and arguments of a launch of `function`: named after the
+/// user's code it runs (spmdGpuTraceSource) when known, else the kernel.
+std::string kernelEventName(CUfunction function);
+std::string kernelEventArgs(CUfunction function);
+
+/// spmdGpuTraceSource: the user's code of the next traced call.
+void setSource(const char *source);
+
+/// `, "source": "..."` for the next traced call when its source is known
+/// (spmdGpuTraceSource), else empty.
+std::string sourceArg();
 
 } // namespace spmd::gpu::trace
 

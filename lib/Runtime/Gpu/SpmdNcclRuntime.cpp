@@ -583,7 +583,8 @@ CUstream blasStream() {
 std::string gemmArgs(int32_t m, int32_t n, int32_t k, int32_t batch) {
   return "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) +
          ", \"k\": " + std::to_string(k) +
-         ", \"batch\": " + std::to_string(batch);
+         ", \"batch\": " + std::to_string(batch) +
+         spmd::gpu::trace::sourceArg();
 }
 
 cublasOperation_t blasOp(int32_t trans) {

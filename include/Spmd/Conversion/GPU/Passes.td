@@ -303,6 +303,32 @@ def SpmdVerifyGpuHostCodePass
   }];
 }
 
+def SpmdGpuTraceSourcesPass
+    : Pass<"spmd-gpu-trace-sources", "::mlir::ModuleOp"> {
+  let summary = "Tells the runtime which user line each kernel and GEMM runs";
+  let description = [{
+    After kernel outlining (part of `spmd-lower-to-nvvm`): before each
+    `gpu.launch_func` and each call of a GPU runtime compute function
+    (`spmdGpu*`: GEMMs, attention) in a host function, a call
+    `spmdGpuTraceSource(name)` with the name a step trace gives the code of
+    the op's location, `user.py:LINE|module.py:LINE` (the innermost frame of
+    the user's model and of the torch.nn module it runs, as
+    spmd-trace-regions names CPU regions), or a null pointer when the
+    location has no user frame. While tracing, the runtime names the next
+    kernel's event after it (a GEMM's and attention's events get it as
+    their `source`); off, the call stores a pointer. A fused kernel carries
+    the location of its first member.
+
+    ```mlir
+    %n = llvm.mlir.addressof @__spmd_source_0 : !llvm.ptr
+    func.call @spmdGpuTraceSource(%n) : (!llvm.ptr) -> ()
+    gpu.launch_func @train_step_kernel::@train_step_kernel ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def SpmdGpuKernelsToHostPass
     : Pass<"spmd-gpu-kernels-to-host", "::mlir::ModuleOp"> {
   let summary = "Compiles outlined GPU kernels for the host (the emulator)";
