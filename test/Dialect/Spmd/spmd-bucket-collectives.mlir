@@ -1,6 +1,7 @@
 // RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives))' -split-input-file | FileCheck %s
 // RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives{bucket-bytes=136 first-bucket-bytes=136}))' -split-input-file | FileCheck %s --check-prefix=SMALL
 // RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives{bucket-bytes=0}))' -split-input-file | FileCheck %s --check-prefix=OFF
+// RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives{bucket-bytes=1024 first-bucket-bytes=64}))' -split-input-file | FileCheck %s --check-prefix=FIRST
 
 // Three f32 gradients (8x4, 4, a scalar) in one bucket of 37 elements,
 // started where the last one was, waited for where the first wait was; the
@@ -66,4 +67,31 @@ func.func @dependent(%n: tensor<f32>, %x: tensor<f32>, %m: tensor<4xf32>, %t: te
   %rm = spmd.wait %fm : !spmd.future<tensor<4xf32>>
   %rt = spmd.wait %ft : !spmd.future<tensor<4xf32>>
   return %rq, %rm, %rt : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// The first bucket's small budget (64 bytes) holds only the first gradient
+// (48 bytes; it is reduced alone); the next gradient opens a bucket with the
+// full budget (1024 bytes), so the one after joins it: 80 + 80 bytes, one
+// all-reduce of 40 floats.
+// With the default budgets, all three in one bucket.
+// CHECK-LABEL: func.func @first_budget
+// CHECK: spmd.all_reduce %{{.*}} on @dp axes = [0] sum : tensor<52xf32>
+// CHECK-NOT: spmd.all_reduce
+// FIRST-LABEL: func.func @first_budget
+// FIRST: spmd.all_reduce %arg0 on @dp axes = [0] sum : tensor<12xf32>
+// FIRST: tensor.empty() : tensor<40xf32>
+// FIRST: spmd.all_reduce %{{.*}} on @dp axes = [0] sum : tensor<40xf32>
+// FIRST-NOT: spmd.all_reduce
+spmd.mesh @dp(shape = 2)
+func.func @first_budget(%g1: tensor<12xf32>, %g2: tensor<20xf32>, %g3: tensor<20xf32>)
+    -> (tensor<12xf32>, tensor<20xf32>, tensor<20xf32>) {
+  %f1 = spmd.all_reduce %g1 on @dp axes = [0] sum : tensor<12xf32> -> !spmd.future<tensor<12xf32>>
+  %f2 = spmd.all_reduce %g2 on @dp axes = [0] sum : tensor<20xf32> -> !spmd.future<tensor<20xf32>>
+  %f3 = spmd.all_reduce %g3 on @dp axes = [0] sum : tensor<20xf32> -> !spmd.future<tensor<20xf32>>
+  %r1 = spmd.wait %f1 : !spmd.future<tensor<12xf32>>
+  %r2 = spmd.wait %f2 : !spmd.future<tensor<20xf32>>
+  %r3 = spmd.wait %f3 : !spmd.future<tensor<20xf32>>
+  return %r1, %r2, %r3 : tensor<12xf32>, tensor<20xf32>, tensor<20xf32>
 }

@@ -193,18 +193,22 @@ struct SpmdBucketCollectivesPass
         it = open.end() - 1;
       }
       Open &bucket = *it;
-      int64_t budget = bucket.firstOfKey ? firstBucketBytes : bucketBytes;
+      auto budget = [&]() -> int64_t {
+        return bucket.firstOfKey ? int64_t(firstBucketBytes)
+                                 : int64_t(bucketBytes);
+      };
       // The bucket starts where its last member would: every member's
       // result must still be unused there (no cycle).
       bool waitsAfter = llvm::all_of(bucket.members, [&](Member &m) {
         return reduce->isBeforeInBlock(m.wait);
       });
       if (!bucket.members.empty() &&
-          (!waitsAfter || bucket.bytes + member->bytes > budget))
+          (!waitsAfter || bucket.bytes + member->bytes > budget()))
         close(bucket);
+      // (A bucket closed just now: the next one has the full budget.)
       bucket.members.push_back(*member);
       bucket.bytes += member->bytes;
-      if (bucket.bytes >= budget)
+      if (bucket.bytes >= budget())
         close(bucket);
     }
     for (Open &bucket : open)
