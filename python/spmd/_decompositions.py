@@ -9,7 +9,12 @@ matmul) and distribute like any other linalg op; so is `nll_loss_forward`,
 whose gather along the batch would make the batch dimension unshardable. GELU is decomposed by
 PyTorch's own rules (see below). Batch normalization is decomposed here
 (statistics over the global batch; running statistics updated in place,
-which the bridge turns into state updates).
+which the bridge turns into state updates). `max_pool2d_with_indices_backward`
+(a scatter in PyTorch) is a sum of strided placements, one per window
+offset, in PyTorch's order (bitwise equal); `constant_pad_nd` with negative
+(cropping) pads becomes slices and a non-negative pad, since torch-mlir
+writes a crop as an insert at a negative offset, which the lowering does
+not diagnose.
 """
 
 import torch
@@ -96,6 +101,76 @@ def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
         hit = torch.logical_and(hit, flat != padding_idx)
     one_hot = hit.to(grad_output.dtype)
     return torch.mm(one_hot.t(), grad_output.reshape(-1, dim))
+
+
+def _constant_pad_nd(self, pad, value=0):
+    # Negative pads crop. torch-mlir writes them as an insert at a negative
+    # offset, which the lowering does not diagnose (some compiled, with
+    # wrong values): crop with slices first, then pad what is positive.
+    if all(p >= 0 for p in pad):
+        return NotImplemented
+    cropped = self
+    for i in range(len(pad) // 2):
+        dim = self.dim() - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        size = cropped.shape[dim]
+        start, end = max(-lo, 0), size - max(-hi, 0)
+        if end < start:
+            raise UnsupportedError(
+                f"padding {list(pad)} crops dimension {dim} of size {size} "
+                "below zero")
+        cropped = aten.slice.Tensor(cropped, dim, start, end)
+    return aten.constant_pad_nd.default(cropped, [max(p, 0) for p in pad],
+                                        value)
+
+
+def _max_pool2d_backward(grad_output, self, kernel_size, stride, padding,
+                         dilation, ceil_mode, indices):
+    # PyTorch adds each output's gradient into the input element its index
+    # names (a scatter), in output order. Here, for each window offset
+    # (r, s) the outputs whose maximum sat at that offset send their
+    # gradient to their window's element at (r, s): a strided placement of
+    # an [Ho, Wo] map (zeros interleaved, then shifted), no scatter. An
+    # input element gets at most one contribution per offset; summing the
+    # offsets in descending (r, s) order adds its contributions in
+    # ascending output order, as PyTorch does (same rounding).
+    def pair(v, default):
+        v = list(v) if v else list(default)
+        return v * 2 if len(v) == 1 else v
+    kh, kw = pair(kernel_size, None)
+    sh, sw = pair(stride, (kh, kw))
+    ph, pw = pair(padding, (0, 0))
+    dh, dw = pair(dilation, (1, 1))
+    H, W = self.shape[-2], self.shape[-1]
+    Ho, Wo = grad_output.shape[-2], grad_output.shape[-1]
+    lead = list(grad_output.shape[:-2])
+    # The window offset of each output's maximum, from its flat input index.
+    h = torch.div(indices, W, rounding_mode="floor")
+    w = indices - h * W
+    oh = torch.arange(Ho, device=indices.device).reshape(Ho, 1)
+    ow = torch.arange(Wo, device=indices.device).reshape(1, Wo)
+    r = torch.div(h - (oh * sh - ph), dh, rounding_mode="floor")
+    c = torch.div(w - (ow * sw - pw), dw, rounding_mode="floor")
+    # A frame every shifted map fits in (pads stay non-negative), cropped to
+    # the input at the end.
+    Hp = max(H + 2 * ph, (kh - 1) * dh + Ho * sh)
+    Wp = max(W + 2 * pw, (kw - 1) * dw + Wo * sw)
+    zero = torch.zeros((), dtype=grad_output.dtype)
+    total = None
+    for i in reversed(range(kh)):
+        for j in reversed(range(kw)):
+            part = torch.where(torch.logical_and(r == i, c == j),
+                               grad_output, zero)
+            # Interleave zeros: [.., Ho, Wo] -> [.., Ho * sh, Wo * sw].
+            part = part.reshape(lead + [Ho, 1, Wo, 1])
+            part = torch.nn.functional.pad(part, (0, sw - 1, 0, 0, 0, sh - 1))
+            part = part.reshape(lead + [Ho * sh, Wo * sw])
+            # Shift to the offset's place in the frame.
+            top, left = i * dh, j * dw
+            part = torch.nn.functional.pad(
+                part, (left, Wp - left - Wo * sw, top, Hp - top - Ho * sh))
+            total = part if total is None else total + part
+    return total[..., ph:ph + H, pw:pw + W]
 
 
 def _native_batch_norm(input, weight, bias, running_mean, running_var,
@@ -206,6 +281,9 @@ def decomposition_table():
     table[aten.nll_loss_forward.default] = _nll_loss_forward
     table[aten.nll_loss_backward.default] = _nll_loss_backward
     table[aten.embedding_dense_backward.default] = _embedding_dense_backward
+    table[aten.max_pool2d_with_indices_backward.default] = \
+        _max_pool2d_backward
+    table[aten.constant_pad_nd.default] = _constant_pad_nd
     # 16-bit float reductions accumulate in float32, as eager's do.
     table[aten.sum.default] = lambda x, *, dtype=None: _sum_in_float(
         x, dtype=dtype)

@@ -63,6 +63,24 @@ class BatchNormMLP(nn.Module):
         return self.fc2(torch.relu(h))
 
 
+class SmallCNN(nn.Module):
+    """torch.nn's image layers as a ResNet stem and head use them: Conv2d,
+    BatchNorm2d, ReLU, MaxPool2d (non-overlapping, and 3x3 stride 2 padded:
+    overlapping windows), a strided Conv2d, AdaptiveAvgPool2d, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+            nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, stride=2, padding=1),
+            nn.ReLU(), nn.MaxPool2d(3, stride=2, padding=1))
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(8, 5))
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
 class NormMLP(nn.Module):
     def __init__(self, classes=5):
         super().__init__()
@@ -198,6 +216,9 @@ def data(case, gen):
                 "batchnorm2d") or case in SCHEDULED:
         return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
                 torch.randn(GLOBAL_BATCH, 4, generator=gen))
+    if case == "cnn":
+        return (torch.randn(GLOBAL_BATCH, 3, 16, 16, generator=gen),
+                torch.randint(0, 5, (GLOBAL_BATCH,), generator=gen))
     if case == "norm_adam":
         return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
                 torch.randint(0, 5, (GLOBAL_BATCH,), generator=gen))
@@ -293,6 +314,11 @@ def setup(case):
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
                               foreach=True)
         return model, opt, nn.MSELoss()
+    if case == "cnn":
+        model = SmallCNN()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
+                              foreach=True)
+        return model, opt, nn.CrossEntropyLoss()
     if case in ("batchnorm1d", "batchnorm2d"):
         model = BatchNormMLP(two_d=case == "batchnorm2d")
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
