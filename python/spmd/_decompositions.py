@@ -26,6 +26,16 @@ from ._errors import UnsupportedError
 aten = torch.ops.aten
 
 
+def _classes(self, channel_dim):
+    """0..C-1 along the class dimension of `self`'s shape (1 elsewhere), to
+    compare with targets: [C], [1, C] or, for spatial losses (nll_loss2d:
+    cross-entropy over (N, C, d1, ...) logits), [1, C, 1, ...]."""
+    classes = torch.arange(self.shape[channel_dim], device=self.device)
+    if channel_dim == 0:
+        return classes
+    return classes.reshape([1, -1] + [1] * (self.dim() - 2))
+
+
 def _nll_loss_backward(grad_output, self, target, weight, reduction,
                        ignore_index, total_weight):
     # torch/_decomp/decompositions.py order: scale, one-hot -1, weight,
@@ -34,9 +44,7 @@ def _nll_loss_backward(grad_output, self, target, weight, reduction,
     if reduction == 1:  # mean
         grad_output = grad_output / total_weight
     target = target.unsqueeze(channel_dim)
-    classes = torch.arange(self.shape[channel_dim], device=self.device)
-    if channel_dim == 1:
-        classes = classes.unsqueeze(0)
+    classes = _classes(self, channel_dim)
     grad_input = torch.where(target == classes,
                              torch.full((), -1.0, dtype=self.dtype),
                              torch.zeros((), dtype=self.dtype))
@@ -57,10 +65,8 @@ def _nll_loss_forward(self, target, weight, reduction, ignore_index):
     # the classes (one value plus exact zeros: the same number as a gather),
     # which keeps the batch dimension shardable.
     channel_dim = 0 if self.dim() < 2 else 1
-    classes = torch.arange(self.shape[channel_dim], device=self.device)
+    classes = _classes(self, channel_dim)
     tgt = target.unsqueeze(channel_dim)
-    if channel_dim == 1:
-        classes = classes.unsqueeze(0)
     hit = tgt == classes
     zero = torch.zeros((), dtype=self.dtype)
     picked = torch.where(hit, self, zero).sum(channel_dim)
@@ -280,6 +286,8 @@ def decomposition_table():
     table.update(get_decompositions([aten.gelu, aten.gelu_backward]))
     table[aten.nll_loss_forward.default] = _nll_loss_forward
     table[aten.nll_loss_backward.default] = _nll_loss_backward
+    table[aten.nll_loss2d_forward.default] = _nll_loss_forward
+    table[aten.nll_loss2d_backward.default] = _nll_loss_backward
     table[aten.embedding_dense_backward.default] = _embedding_dense_backward
     table[aten.max_pool2d_with_indices_backward.default] = \
         _max_pool2d_backward

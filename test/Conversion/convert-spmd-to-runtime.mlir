@@ -19,6 +19,23 @@ func.func @sync(%x: tensor<4x8xf32>) -> tensor<16x8xf32> {
   return %0 : tensor<16x8xf32>
 }
 
+// An all_to_all of any rank: dimensions neither split nor concatenated
+// merge into the one before them (3x4 -> 12; the split dimension's inner 8
+// -> 2x8 = 16), so the runtime's four dimensions are [12, 4, 16, 1], split
+// dimension 2, concatenation dimension 1.
+// CHECK-LABEL: func.func @all_to_all_rank5
+// CHECK: %[[D0:.*]] = arith.constant 12 : i64
+// CHECK-NEXT: %[[D1:.*]] = arith.constant 4 : i64
+// CHECK-NEXT: %[[D2:.*]] = arith.constant 16 : i64
+// CHECK-NEXT: %[[D3:.*]] = arith.constant 1 : i64
+// CHECK-NEXT: %[[S:.*]] = arith.constant 2 : i64
+// CHECK-NEXT: %[[C:.*]] = arith.constant 1 : i64
+// CHECK-NEXT: call @spmdAllToAll4(%{{.*}}, %{{.*}}, %[[D0]], %[[D1]], %[[D2]], %[[D3]], %[[S]], %[[C]], %{{.*}}, %{{.*}}, %{{.*}})
+func.func @all_to_all_rank5(%x: tensor<3x4x4x2x8xf32>) -> tensor<3x4x8x1x8xf32> {
+  %0 = spmd.all_to_all %x on @m axes = [0] split_dim = 3 concat_dim = 2 : tensor<3x4x4x2x8xf32> -> tensor<3x4x8x1x8xf32>
+  return %0 : tensor<3x4x8x1x8xf32>
+}
+
 // Asynchronous: the start returns a handle; the wait completes it.
 // CHECK-LABEL: func.func @async
 // CHECK: %[[OUT:.*]] = memref.alloc() : memref<4x8xf32>

@@ -148,6 +148,27 @@ class Encoder(nn.Module):
         return self.head(self.layer(self.tok(tokens)).mean(1))
 
 
+class Decoder(nn.Module):
+    """torch.nn.TransformerDecoderLayer (causal self-attention, then
+    cross-attention to a memory of another length, 4 positions, from the
+    same tokens)."""
+
+    def __init__(self, vocab=16, dim=8, classes=3):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.mem = nn.Linear(dim, dim)
+        self.layer = nn.TransformerDecoderLayer(
+            dim, 2, 16, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, tokens):
+        h = self.tok(tokens)
+        memory = self.mem(h[:, :4])
+        mask = nn.Transformer.generate_square_subsequent_mask(tokens.shape[1])
+        out = self.layer(h, memory, tgt_mask=mask, tgt_is_causal=True)
+        return self.head(out.mean(1))
+
+
 class PaddedMHA(nn.Module):
     """nn.MultiheadAttention(need_weights=False) with a key padding mask
     (token 0 is padding): SDPA with an additive float mask."""
@@ -290,7 +311,8 @@ SCHEDULED = {
 
 
 # Models whose attention is F.scaled_dot_product_attention.
-ATTENTION = ("encoder_post", "encoder_pre", "padded_mha", "causal_gqa")
+ATTENTION = ("encoder_post", "encoder_pre", "padded_mha", "causal_gqa",
+             "decoder")
 
 
 def setup(case):
@@ -301,7 +323,8 @@ def setup(case):
         # would normalize into lr-sized updates on either side.
         model = {"encoder_post": lambda: Encoder(norm_first=False),
                  "encoder_pre": lambda: Encoder(norm_first=True),
-                 "padded_mha": PaddedMHA, "causal_gqa": CausalGQA}[case]()
+                 "padded_mha": PaddedMHA, "causal_gqa": CausalGQA,
+                 "decoder": Decoder}[case]()
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9,
                               foreach=True)
         return model, opt, nn.CrossEntropyLoss()

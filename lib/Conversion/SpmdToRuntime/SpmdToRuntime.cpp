@@ -234,15 +234,31 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
               return success();
             })
             .Case([&](AllToAllOp a2a) -> LogicalResult {
-              if (rank > 4)
-                return operation->emitOpError(
-                    "the CPU runtime supports all_to_all up to rank 4");
+              // The runtime takes 4 dimensions. Dimensions that are neither
+              // split nor concatenated merge into the one before them: the
+              // split dimension's chunks (and the concatenation's places)
+              // are then the same bytes of the row-major buffer, so any
+              // rank fits in at most 3.
+              int64_t split = a2a.getSplitDimAttr().getInt();
+              int64_t concat = a2a.getConcatDimAttr().getInt();
+              SmallVector<int64_t> dims;
+              int64_t newSplit = 0, newConcat = 0;
+              for (size_t i = 0; i < rank; ++i) {
+                bool special = int64_t(i) == split || int64_t(i) == concat;
+                if (special || dims.empty())
+                  dims.push_back(shape[i]);
+                else
+                  dims.back() *= shape[i];
+                if (int64_t(i) == split)
+                  newSplit = dims.size() - 1;
+                if (int64_t(i) == concat)
+                  newConcat = dims.size() - 1;
+              }
               SmallVector<Value> args{inAddr, outAddr};
               for (size_t i = 0; i < 4; ++i)
-                args.push_back(i64(i < rank ? shape[i] : 1, loc));
-              args.append({i64(a2a.getSplitDimAttr().getInt(), loc),
-                           i64(a2a.getConcatDimAttr().getInt(), loc), dt, mesh,
-                           axes});
+                args.push_back(i64(i < dims.size() ? dims[i] : 1, loc));
+              args.append(
+                  {i64(newSplit, loc), i64(newConcat, loc), dt, mesh, axes});
               collective("spmdAllToAll4", args);
               return success();
             })
