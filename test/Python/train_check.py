@@ -81,6 +81,21 @@ class SmallCNN(nn.Module):
         return self.head(self.features(x))
 
 
+class Tagger(nn.Module):
+    """Per-position classification over a sequence: Conv1d, GroupNorm, SiLU,
+    a 1x1 Conv1d; cross-entropy over (N, C, L) logits with (N, L) targets,
+    some positions ignored (-100): torch traces it as nll_loss2d."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv1d(4, 8, 5, padding=2),
+                                 nn.GroupNorm(2, 8), nn.SiLU(),
+                                 nn.Conv1d(8, 5, 1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 class NormMLP(nn.Module):
     def __init__(self, classes=5):
         super().__init__()
@@ -240,6 +255,10 @@ def data(case, gen):
     if case == "cnn":
         return (torch.randn(GLOBAL_BATCH, 3, 16, 16, generator=gen),
                 torch.randint(0, 5, (GLOBAL_BATCH,), generator=gen))
+    if case == "tagger":
+        tags = torch.randint(0, 5, (GLOBAL_BATCH, 12), generator=gen)
+        tags[:, -2:] = -100
+        return torch.randn(GLOBAL_BATCH, 4, 12, generator=gen), tags
     if case == "norm_adam":
         return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
                 torch.randint(0, 5, (GLOBAL_BATCH,), generator=gen))
@@ -337,6 +356,10 @@ def setup(case):
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
                               foreach=True)
         return model, opt, nn.MSELoss()
+    if case == "tagger":
+        model = Tagger()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+        return model, opt, nn.CrossEntropyLoss()
     if case == "cnn":
         model = SmallCNN()
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
