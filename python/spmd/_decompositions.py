@@ -130,43 +130,169 @@ def _constant_pad_nd(self, pad, value=0):
                                         value)
 
 
-def _max_pool2d_backward(grad_output, self, kernel_size, stride, padding,
-                         dilation, ceil_mode, indices):
-    # PyTorch adds each output's gradient into the input element its index
-    # names (a scatter), in output order. Here, for each window offset
-    # (r, s) the outputs whose maximum sat at that offset send their
-    # gradient to their window's element at (r, s): a strided placement of
-    # an [Ho, Wo] map (zeros interleaved, then shifted), no scatter. An
-    # input element gets at most one contribution per offset; summing the
-    # offsets in descending (r, s) order adds its contributions in
-    # ascending output order, as PyTorch does (same rounding).
-    def pair(v, default):
-        v = list(v) if v else list(default)
-        return v * 2 if len(v) == 1 else v
-    kh, kw = pair(kernel_size, None)
-    sh, sw = pair(stride, (kh, kw))
-    ph, pw = pair(padding, (0, 0))
-    dh, dw = pair(dilation, (1, 1))
-    H, W = self.shape[-2], self.shape[-1]
-    Ho, Wo = grad_output.shape[-2], grad_output.shape[-1]
-    lead = list(grad_output.shape[:-2])
-    # The window offset of each output's maximum, from its flat input index.
-    h = torch.div(indices, W, rounding_mode="floor")
-    w = indices - h * W
-    oh = torch.arange(Ho, device=indices.device).reshape(Ho, 1)
-    ow = torch.arange(Wo, device=indices.device).reshape(1, Wo)
-    r = torch.div(h - (oh * sh - ph), dh, rounding_mode="floor")
-    c = torch.div(w - (ow * sw - pw), dw, rounding_mode="floor")
-    # A frame every shifted map fits in (pads stay non-negative), cropped to
-    # the input at the end.
+def _conv_weight_grad(x, dy, kernel, stride, padding, dilation, groups):
+    """dW[co, ci, k] = sum_n,o dy[n, co, o] * x[n, g*Cin/g + ci, o*s + k*d - p]
+    as one forward convolution: batch = the input channels of a group,
+    channels = (group, sample), the kernel = dy; its stride is the dilation,
+    its dilation the stride. Cropped to the kernel size."""
+    n, cin = x.shape[0], x.shape[1]
+    cout = dy.shape[1]
+    spatial = list(x.shape[2:])
+    out_spatial = list(dy.shape[2:])
+    per_in, per_out = cin // groups, cout // groups
+    # [N, g, Cin/g, S] -> [Cin/g, g * N, S]
+    xs = x.reshape([n, groups, per_in] + spatial)
+    xs = xs.permute([2, 1, 0] + list(range(3, 3 + len(spatial))))
+    xs = xs.reshape([per_in, groups * n] + spatial)
+    # [N, Cout, O] -> [Cout, N, O]
+    ws = dy.transpose(0, 1)
+    out = aten.convolution.default(xs, ws, None, list(dilation),
+                                   list(padding), list(stride), False,
+                                   [0] * len(spatial), groups)
+    # [Cin/g, Cout, K'] -> [Cout, Cin/g, K]
+    out = out.transpose(0, 1)
+    for i, k in enumerate(kernel):
+        out = aten.slice.Tensor(out, 2 + i, 0, k)
+    return out
+
+
+def _conv_input_grad(dy, weight, input_shape, stride, padding, dilation,
+                     groups):
+    """The transposed convolution of dy, written as a forward one (torch-mlir
+    miscompiles grouped transposed convolutions with one output channel per
+    group, the depthwise case): zeros inserted between dy's elements (the
+    stride), padded by d*(K-1)-p (cropped where negative) plus what gives
+    back the input's size, convolved with the kernel flipped and its
+    channels swapped within each group."""
+    dims = dy.dim() - 2
+    kernel = list(weight.shape[2:])
+    cout, per_in = weight.shape[0], weight.shape[1]
+    x = dy
+    for i in range(dims):
+        axis, size = 2 + i, x.shape[2 + i]
+        if stride[i] > 1:
+            shape = list(x.shape)
+            x = x.unsqueeze(axis + 1)
+            pad = [0, 0] * (x.dim() - axis - 2) + [0, stride[i] - 1]
+            x = torch.nn.functional.pad(x, pad)
+            shape[axis] = size * stride[i]
+            x = aten.slice.Tensor(x.reshape(shape), axis, 0,
+                                  (size - 1) * stride[i] + 1)
+        edge = dilation[i] * (kernel[i] - 1) - padding[i]
+        extra = input_shape[2 + i] - ((size - 1) * stride[i] - 2 *
+                                      padding[i] + dilation[i] *
+                                      (kernel[i] - 1) + 1)
+        lo, hi = edge, edge + extra
+        if lo < 0:
+            x = aten.slice.Tensor(x, axis, -lo, x.shape[axis])
+        if hi < 0:
+            x = aten.slice.Tensor(x, axis, 0, x.shape[axis] + hi)
+        pad = [0, 0] * (dims - 1 - i) + [max(lo, 0), max(hi, 0)]
+        x = torch.nn.functional.pad(x, pad)
+    # [g * Cout/g, Cin/g, K] -> [g * Cin/g, Cout/g, K], flipped.
+    w = weight.reshape([groups, cout // groups, per_in] + kernel)
+    w = w.transpose(1, 2).reshape([groups * per_in, cout // groups] + kernel)
+    w = w.flip(list(range(2, 2 + dims)))
+    return aten.convolution.default(x, w, None, [1] * dims, [0] * dims,
+                                    list(dilation), False, [0] * dims, groups)
+
+
+def _convolution_backward(grad_output, input, weight, bias_sizes, stride,
+                          padding, dilation, transposed, output_padding,
+                          groups, output_mask):
+    # torch-mlir lowers the backward of plain convolutions (kept), not of
+    # grouped (depthwise) or transposed ones: those are written as forward
+    # convolutions, which it lowers for every kind.
+    if groups == 1 and not transposed:
+        return NotImplemented
+    dims = input.dim() - 2
+    stride, padding, dilation = (list(v) * dims if len(v) == 1 else list(v)
+                                 for v in (stride, padding, dilation))
+    kernel = list(weight.shape[2:])
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        if transposed:
+            grad_input = aten.convolution.default(
+                grad_output, weight, None, stride, padding, dilation, False,
+                [0] * dims, groups)
+        else:
+            grad_input = _conv_input_grad(grad_output, weight, input.shape,
+                                          stride, padding, dilation, groups)
+    if output_mask[1]:
+        if transposed:
+            grad_weight = _conv_weight_grad(grad_output, input, kernel,
+                                            stride, padding, dilation, groups)
+        else:
+            grad_weight = _conv_weight_grad(input, grad_output, kernel,
+                                            stride, padding, dilation, groups)
+    if output_mask[2]:
+        grad_bias = grad_output.sum([0] + list(range(2, 2 + dims)))
+    return grad_input, grad_weight, grad_bias
+
+
+def _nearest_ratios(in_size, out_size, scales):
+    """Whole-number ratios out/in per spatial dimension when nearest
+    upsampling is plain block replication (PyTorch's floor(dst * in/out)
+    picks src = dst // r), else None."""
+    ratios = []
+    for i, (a, b) in enumerate(zip(in_size, out_size)):
+        if a == 0 or b % a:
+            return None
+        r = b // a
+        if scales and scales[i] is not None and scales[i] != r:
+            return None
+        ratios.append(r)
+    return ratios
+
+
+def _upsample_nearest2d(input, output_size, scale_factors):
+    # PyTorch decomposes it into a gather (aten.index) with computed
+    # indices; for whole-number ratios it is a broadcast and a reshape.
+    n, c, h, w = input.shape
+    if output_size is None:
+        output_size = [int(h * scale_factors[0]), int(w * scale_factors[1])]
+    r = _nearest_ratios([h, w], output_size, scale_factors)
+    if r is None:
+        return NotImplemented
+    return input.reshape(n, c, h, 1, w, 1).expand(
+        n, c, h, r[0], w, r[1]).reshape(n, c, h * r[0], w * r[1])
+
+
+def _upsample_nearest2d_backward(grad_output, output_size, input_size,
+                                 scales_h=None, scales_w=None):
+    # A scatter-add in PyTorch; for whole-number ratios each input element
+    # sums its r x r block.
+    n, c, h, w = input_size
+    r = _nearest_ratios([h, w], output_size, [scales_h, scales_w])
+    if r is None:
+        return NotImplemented
+    return grad_output.reshape(n, c, h, r[0], w, r[1]).sum([3, 5])
+
+
+def _pair(v, default):
+    v = list(v) if v else list(default)
+    return v * 2 if len(v) == 1 else v
+
+
+def _sum_window_offsets(contribution, out_hw, in_hw, kernel, stride, padding,
+                        dilation):
+    """A pooling backward without a scatter: for each window offset (i, j),
+    `contribution(i, j)` ([..., Ho, Wo]: what each output sends to its
+    window's element at (i, j)) is placed strided (zeros interleaved, then
+    shifted) into a frame of the padded input, and the offsets are summed
+    in descending (i, j) order, which adds an input element's contributions
+    in ascending output order, as PyTorch's backward kernels do; the frame
+    is cropped to the input."""
+    (Ho, Wo), (H, W) = out_hw, in_hw
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    # A frame every shifted map fits in (pads stay non-negative).
     Hp = max(H + 2 * ph, (kh - 1) * dh + Ho * sh)
     Wp = max(W + 2 * pw, (kw - 1) * dw + Wo * sw)
-    zero = torch.zeros((), dtype=grad_output.dtype)
     total = None
     for i in reversed(range(kh)):
         for j in reversed(range(kw)):
-            part = torch.where(torch.logical_and(r == i, c == j),
-                               grad_output, zero)
+            part = contribution(i, j)
+            lead = list(part.shape[:-2])
             # Interleave zeros: [.., Ho, Wo] -> [.., Ho * sh, Wo * sw].
             part = part.reshape(lead + [Ho, 1, Wo, 1])
             part = torch.nn.functional.pad(part, (0, sw - 1, 0, 0, 0, sh - 1))
@@ -177,6 +303,70 @@ def _max_pool2d_backward(grad_output, self, kernel_size, stride, padding,
                 part, (left, Wp - left - Wo * sw, top, Hp - top - Ho * sh))
             total = part if total is None else total + part
     return total[..., ph:ph + H, pw:pw + W]
+
+
+def _max_pool2d_backward(grad_output, self, kernel_size, stride, padding,
+                         dilation, ceil_mode, indices):
+    # PyTorch adds each output's gradient into the input element its index
+    # names (a scatter): here the outputs whose maximum sat at window offset
+    # (i, j) send their gradient there (bitwise equal).
+    kernel = _pair(kernel_size, None)
+    stride = _pair(stride, kernel)
+    padding = _pair(padding, (0, 0))
+    dilation = _pair(dilation, (1, 1))
+    W = self.shape[-1]
+    Ho, Wo = grad_output.shape[-2], grad_output.shape[-1]
+    # The window offset of each output's maximum, from its flat input index.
+    h = torch.div(indices, W, rounding_mode="floor")
+    w = indices - h * W
+    oh = torch.arange(Ho, device=indices.device).reshape(Ho, 1)
+    ow = torch.arange(Wo, device=indices.device).reshape(1, Wo)
+    r = torch.div(h - (oh * stride[0] - padding[0]), dilation[0],
+                  rounding_mode="floor")
+    c = torch.div(w - (ow * stride[1] - padding[1]), dilation[1],
+                  rounding_mode="floor")
+    zero = torch.zeros((), dtype=grad_output.dtype)
+    return _sum_window_offsets(
+        lambda i, j: torch.where(torch.logical_and(r == i, c == j),
+                                 grad_output, zero),
+        (Ho, Wo), tuple(self.shape[-2:]), kernel, stride, padding, dilation)
+
+
+def _avg_pool2d_backward(grad_output, self, kernel_size, stride, padding,
+                         ceil_mode, count_include_pad, divisor_override):
+    # PyTorch adds each output's gradient / its divisor to every element of
+    # its window (a scatter-add): here, to each window offset.
+    kernel = _pair(kernel_size, None)
+    stride = _pair(stride, kernel)
+    padding = _pair(padding, (0, 0))
+    H, W = self.shape[-2], self.shape[-1]
+    Ho, Wo = grad_output.shape[-2], grad_output.shape[-1]
+
+    def counts(n_out, size, k, st, pad):
+        # PyTorch's pool size per output along one dimension: the window
+        # clipped to the padded input, or (count_include_pad=False) to the
+        # input.
+        sizes = []
+        for o in range(n_out):
+            start = o * st - pad
+            end = min(start + k, size + pad)
+            whole = end - start
+            start, end = max(start, 0), min(end, size)
+            sizes.append(whole if count_include_pad else end - start)
+        return sizes
+
+    if divisor_override:
+        divisor = torch.full((), float(divisor_override),
+                             dtype=grad_output.dtype)
+    else:
+        rows = torch.tensor(counts(Ho, H, kernel[0], stride[0], padding[0]),
+                            dtype=grad_output.dtype).reshape(Ho, 1)
+        cols = torch.tensor(counts(Wo, W, kernel[1], stride[1], padding[1]),
+                            dtype=grad_output.dtype).reshape(1, Wo)
+        divisor = rows * cols
+    share = grad_output / divisor
+    return _sum_window_offsets(lambda i, j: share, (Ho, Wo), (H, W), kernel,
+                               stride, padding, (1, 1))
 
 
 def _native_batch_norm(input, weight, bias, running_mean, running_var,
@@ -292,6 +482,11 @@ def decomposition_table():
     table[aten.max_pool2d_with_indices_backward.default] = \
         _max_pool2d_backward
     table[aten.constant_pad_nd.default] = _constant_pad_nd
+    table[aten.convolution_backward.default] = _convolution_backward
+    table[aten.avg_pool2d_backward.default] = _avg_pool2d_backward
+    table[aten.upsample_nearest2d.vec] = _upsample_nearest2d
+    table[aten.upsample_nearest2d_backward.default] = \
+        _upsample_nearest2d_backward
     # 16-bit float reductions accumulate in float32, as eager's do.
     table[aten.sum.default] = lambda x, *, dtype=None: _sum_in_float(
         x, dtype=dtype)

@@ -242,6 +242,21 @@ def user_frame(stack_trace: Optional[str]) -> Optional[str]:
     return None
 
 
+@contextlib.contextmanager
+def _without_onednn():
+    """oneDNN off while tracing: CPU LSTMs would otherwise trace as one
+    opaque mkldnn_rnn_layer (with a uint8 workspace) instead of their math;
+    the compiled program computes the same math. (Not
+    torch.backends.mkldnn.flags, which also sets oneDNN's TF32 mode and
+    warns on every CPU build.)"""
+    enabled = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(enabled)
+
+
 def _innermost_user_frame(tb) -> Optional[str]:
     """`file:line: code` of the innermost frame of `tb` outside torch and
     spmd (where an exception in tracing came from)."""
@@ -460,7 +475,8 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     buffers = [named_buffers[n].detach().clone() for n in buffer_names]
     rng = torch.zeros(2, dtype=torch.int64)
     try:
-        with torch.enable_grad(), _stack_traces_from_step(), _compiling():
+        with torch.enable_grad(), _stack_traces_from_step(), _compiling(), \
+                _without_onednn():
             graph = make_fx(step, decomposition_table=decomposition_table(),
                             tracing_mode="fake", record_stack_traces=True)(
                 params, buffers, [fake_input(i) for i in inputs], rng)

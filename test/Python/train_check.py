@@ -81,6 +81,41 @@ class SmallCNN(nn.Module):
         return self.head(self.features(x))
 
 
+class TinyUNet(nn.Module):
+    """Down and up again, as segmentation and diffusion models do: a
+    depthwise (grouped) Conv2d, AvgPool2d, a transposed Conv2d, nearest
+    Upsample, a skip connection by concatenation."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 6, 3, padding=1)
+        self.depthwise = nn.Conv2d(6, 6, 3, padding=1, groups=6)
+        self.down = nn.AvgPool2d(2)
+        self.up = nn.ConvTranspose2d(6, 4, 2, stride=2)
+        self.resize = nn.Upsample(scale_factor=2, mode="nearest")
+        self.head = nn.Conv2d(10, 5, 1)
+
+    def forward(self, x):
+        skip = torch.relu(self.stem(x))
+        h = self.up(self.down(torch.relu(self.depthwise(skip))))
+        h = torch.cat([h, skip], 1)
+        return self.head(self.resize(h)).mean((2, 3))
+
+
+class Recurrent(nn.Module):
+    """A 2-layer nn.LSTM over a sequence, then a linear head on the last
+    step (traced as its math: oneDNN's fused CPU kernel is off while
+    tracing)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, num_layers=2, batch_first=True)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(self.lstm(x)[0][:, -1])
+
+
 class Tagger(nn.Module):
     """Per-position classification over a sequence: Conv1d, GroupNorm, SiLU,
     a 1x1 Conv1d; cross-entropy over (N, C, L) logits with (N, L) targets,
@@ -255,6 +290,12 @@ def data(case, gen):
     if case == "cnn":
         return (torch.randn(GLOBAL_BATCH, 3, 16, 16, generator=gen),
                 torch.randint(0, 5, (GLOBAL_BATCH,), generator=gen))
+    if case == "unet":
+        return (torch.randn(GLOBAL_BATCH, 3, 8, 8, generator=gen),
+                torch.randint(0, 5, (GLOBAL_BATCH,), generator=gen))
+    if case == "lstm":
+        return (torch.randn(GLOBAL_BATCH, 5, 6, generator=gen),
+                torch.randint(0, 3, (GLOBAL_BATCH,), generator=gen))
     if case == "tagger":
         tags = torch.randint(0, 5, (GLOBAL_BATCH, 12), generator=gen)
         tags[:, -2:] = -100
@@ -356,6 +397,11 @@ def setup(case):
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
                               foreach=True)
         return model, opt, nn.MSELoss()
+    if case in ("unet", "lstm"):
+        model = TinyUNet() if case == "unet" else Recurrent()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
+                              foreach=True)
+        return model, opt, nn.CrossEntropyLoss()
     if case == "tagger":
         model = Tagger()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
