@@ -261,6 +261,45 @@ class CausalGQA(nn.Module):
         return self.head(h.mean(1))
 
 
+class MiniGPT(nn.Module):
+    """bench/gpt.py's nanoGPT at toy size: token and position embeddings, 2
+    pre-norm blocks (causal SDPA over 2 heads, GELU MLP), a final LayerNorm
+    and a head tied to the token embedding; next-token cross-entropy over
+    every position. No qkv bias (see TinyTransformer: AdamW would amplify
+    the key bias's zero-gradient noise)."""
+
+    def __init__(self, vocab=16, dim=8, block=6, layers=2, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.wte = nn.Embedding(vocab, dim)
+        self.wpe = nn.Embedding(block, dim)
+        self.blocks = nn.ModuleList()
+        for _ in range(layers):
+            self.blocks.append(nn.ModuleDict(dict(
+                ln1=nn.LayerNorm(dim), attn=nn.Linear(dim, 3 * dim, bias=False),
+                proj=nn.Linear(dim, dim), ln2=nn.LayerNorm(dim),
+                fc=nn.Linear(dim, 4 * dim), fc2=nn.Linear(4 * dim, dim))))
+        self.lnf = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, idx):
+        B, T = idx.shape
+        x = self.wte(idx) + self.wpe(torch.arange(T))
+        for b in self.blocks:
+            q, k, v = b["attn"](b["ln1"](x)).split(x.shape[-1], dim=2)
+            q, k, v = (t.view(B, T, self.heads, -1).transpose(1, 2)
+                       for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + b["proj"](y.transpose(1, 2).reshape(B, T, -1))
+            x = x + b["fc2"](F.gelu(b["fc"](b["ln2"](x))))
+        return self.head(self.lnf(x))
+
+
+def next_token_loss(logits, targets):
+    return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
 class TiedLM(nn.Module):
     """Input embedding and output projection share one weight."""
 
@@ -279,6 +318,9 @@ def data(case, gen):
     if case == "tied":
         return (torch.randint(0, 12, (GLOBAL_BATCH, 4), generator=gen),
                 torch.randint(0, 12, (GLOBAL_BATCH,), generator=gen))
+    if case == "gpt":
+        tokens = torch.randint(0, 16, (GLOBAL_BATCH, 7), generator=gen)
+        return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
     if case in ("transformer",) + ATTENTION:
         return (torch.randint(0, 16, (GLOBAL_BATCH, 6), generator=gen),
                 torch.randint(0, 3, (GLOBAL_BATCH,), generator=gen))
@@ -448,6 +490,11 @@ def setup(case):
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9,
                               foreach=True)
         loss_fn = nn.CrossEntropyLoss()
+    elif case == "gpt":
+        model = MiniGPT()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1,
+                                foreach=True)
+        loss_fn = next_token_loss
     elif case == "transformer":
         model = TinyTransformer()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01,
