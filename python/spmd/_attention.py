@@ -216,6 +216,112 @@ def attention_fused(query, key, value, attn_mask=None, dropout_p=0.0,
     return out.reshape(*batch, L, value.size(-1))
 
 
+_MHA = F.multi_head_attention_forward
+
+
+def _batch_first_mha(query, key, value, embed_dim_to_check, num_heads,
+                     in_proj_weight, in_proj_bias, bias_k, bias_v,
+                     add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                     training=True, key_padding_mask=None, need_weights=True,
+                     attn_mask=None, use_separate_proj_weight=False,
+                     q_proj_weight=None, k_proj_weight=None,
+                     v_proj_weight=None, static_k=None, static_v=None,
+                     average_attn_weights=True, is_causal=False):
+    """F.multi_head_attention_forward for nn.MultiheadAttention(batch_first=
+    True), computed in the batch-first layout.
+
+    The module transposes its (batch, sequence, embedding) inputs to
+    sequence-first views and PyTorch's function projects them as
+    (sequence * batch) rows: a data-parallel program then has the sharded
+    batch inside a merged dimension, which no contiguous sharding describes,
+    and moves the activations (all_to_all) around every projection. Here the
+    same math runs on (batch * sequence) rows: each row's projection is the
+    same dot products, the masks are PyTorch's (canonical float masks, key
+    padding merged the same way), SDPA gets the same (batch, heads, L, E)
+    operands; only the weight gradients sum their rows in another order.
+    Anything else (need_weights, bias_k/v, add_zero_attn, static_k/v,
+    unbatched or genuinely sequence-first inputs) is PyTorch's own."""
+    args = (query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+            in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
+            out_proj_weight, out_proj_bias)
+    kwargs = dict(training=training, key_padding_mask=key_padding_mask,
+                  need_weights=need_weights, attn_mask=attn_mask,
+                  use_separate_proj_weight=use_separate_proj_weight,
+                  q_proj_weight=q_proj_weight, k_proj_weight=k_proj_weight,
+                  v_proj_weight=v_proj_weight, static_k=static_k,
+                  static_v=static_v,
+                  average_attn_weights=average_attn_weights,
+                  is_causal=is_causal)
+    # Sequence-first views of batch-first tensors (what the module passes).
+    views = all(t.dim() == 3 and t.transpose(0, 1).is_contiguous()
+                and not t.is_contiguous() for t in (query, key, value))
+    if (not views or need_weights or bias_k is not None or
+            bias_v is not None or add_zero_attn or static_k is not None or
+            static_v is not None or (is_causal and attn_mask is None)):
+        return _MHA(*args, **kwargs)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    if embed_dim != embed_dim_to_check or embed_dim % num_heads:
+        return _MHA(*args, **kwargs)
+    head_dim = embed_dim // num_heads
+    key_padding_mask = F._canonical_mask(
+        mask=key_padding_mask, mask_name="key_padding_mask",
+        other_type=F._none_or_dtype(attn_mask), other_name="attn_mask",
+        target_type=query.dtype)
+    if is_causal and key_padding_mask is None:
+        attn_mask = None
+    else:
+        attn_mask = F._canonical_mask(
+            mask=attn_mask, mask_name="attn_mask", other_type=None,
+            other_name="", target_type=query.dtype, check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False
+    if attn_mask is not None:
+        shapes = {2: (tgt_len, src_len), 3: (bsz * num_heads, tgt_len,
+                                             src_len)}
+        if tuple(attn_mask.shape) != shapes.get(attn_mask.dim()):
+            return _MHA(*args, **kwargs)  # PyTorch says what is wrong
+        if attn_mask.dim() == 2:
+            attn_mask = attn_mask.unsqueeze(0)
+    # The batch-first tensors (one per distinct input, so that the packed
+    # projection still sees `query is key is value` for self-attention).
+    firsts = {}
+    q, k, v = (firsts.setdefault(id(t), t.transpose(0, 1))
+               for t in (query, key, value))
+    if not use_separate_proj_weight:
+        q, k, v = F._in_projection_packed(q, k, v, in_proj_weight,
+                                          in_proj_bias)
+    else:
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        q, k, v = F._in_projection(q, k, v, q_proj_weight, k_proj_weight,
+                                   v_proj_weight, b_q, b_k, b_v)
+    if key_padding_mask is not None:
+        key_padding_mask = (key_padding_mask.view(bsz, 1, 1, src_len)
+                            .expand(-1, num_heads, -1, -1)
+                            .reshape(bsz * num_heads, 1, src_len))
+        attn_mask = key_padding_mask if attn_mask is None else \
+            attn_mask + key_padding_mask
+    if not training:
+        dropout_p = 0.0
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+    # (batch, L, E) -> (batch, heads, L, head_dim)
+    q = q.view(bsz, tgt_len, num_heads, head_dim).transpose(1, 2)
+    k = k.view(bsz, src_len, num_heads, head_dim).transpose(1, 2)
+    v = v.view(bsz, src_len, num_heads, head_dim).transpose(1, 2)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p,
+                                         is_causal)
+    out = out.transpose(1, 2).reshape(bsz, tgt_len, embed_dim)
+    out = F.linear(out, out_proj_weight, out_proj_bias)
+    # Sequence-first, as the module expects (it transposes back).
+    return out.transpose(0, 1), None
+
+
 class _AttentionAsMath(TorchFunctionMode):
     """Catches calls of the original function held under another name
     (`from torch.nn.functional import scaled_dot_product_attention` before
@@ -237,8 +343,10 @@ def traced_attention():
     attention op (or its math): the name in torch.nn.functional replaced,
     and a mode for the rest."""
     F.scaled_dot_product_attention = attention_fused
+    F.multi_head_attention_forward = _batch_first_mha
     try:
         with _AttentionAsMath():
             yield
     finally:
         F.scaled_dot_product_attention = _SDPA
+        F.multi_head_attention_forward = _MHA

@@ -261,7 +261,9 @@ struct CastRuleModel
 };
 
 /// expand_shape / collapse_shape: one factor per reassociation group; only
-/// the outermost dimension of a group may be sharded, and only evenly.
+/// the outermost dimension of a group that is not a unit dimension (leading
+/// 1s do not change the layout: [48] -> [1, 8, 6] shards on the 8) may be
+/// sharded, and only evenly.
 template <typename OpTy>
 struct ReshapeRuleModel
     : public ShardingRuleOpInterface::ExternalModel<ReshapeRuleModel<OpTy>,
@@ -278,10 +280,16 @@ struct ReshapeRuleModel
                                      ShardingRule::kNoFactor);
     SmallVector<int64_t> singleDims;
     for (auto [i, group] : llvm::enumerate(reshape.getReassociationIndices())) {
-      ShardingRule::Factor factor{grouped.getDimSize(group.front())};
+      int64_t outer = group.front();
+      for (int64_t d : group) {
+        outer = d;
+        if (grouped.getDimSize(d) != 1)
+          break;
+      }
+      ShardingRule::Factor factor{grouped.getDimSize(outer)};
       factor.requiresEven = true;
       rule.factors.push_back(factor);
-      groupedDims[group.front()] = i;
+      groupedDims[outer] = i;
       singleDims.push_back(i);
     }
     rule.operandDims.push_back(expand ? singleDims : groupedDims);
