@@ -68,6 +68,10 @@ func.func @tensor(%a: tensor<8x4xf32>, %c: tensor<8x2xf32>, %t: tensor<32xf32>) 
   %exp = tensor.expand_shape %t [[0, 1]] output_shape [4, 8] : tensor<32xf32> into tensor<4x8xf32>
   // expected-remark @below {{sharding rule: ([f0, -]) -> ([f0]) {f0 = 8 even}; linear in {0}}}
   %col = tensor.collapse_shape %a [[0, 1]] : tensor<8x4xf32> into tensor<32xf32>
+  // Leading unit dimensions of a group do not change the layout: the
+  // factor is on the first dimension that is not 1.
+  // expected-remark @below {{sharding rule: ([f0]) -> ([-, f0, -]) {f0 = 8 even}; linear in {0}}}
+  %unit = tensor.expand_shape %t [[0, 1, 2]] output_shape [1, 8, 4] : tensor<32xf32> into tensor<1x8x4xf32>
   // Slices, pads and concats: the dimensions they take whole.
   // expected-remark @below {{sharding rule: ([f0, -]) -> ([f0, -]) {f0 = 8, f1 = 4}; linear in {0}}}
   %sl = tensor.extract_slice %a[0, 0] [8, 2] [1, 1] : tensor<8x4xf32> to tensor<8x2xf32>
