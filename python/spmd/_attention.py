@@ -239,8 +239,10 @@ def _batch_first_mha(query, key, value, embed_dim_to_check, num_heads,
     same dot products, the masks are PyTorch's (canonical float masks, key
     padding merged the same way), SDPA gets the same (batch, heads, L, E)
     operands; only the weight gradients sum their rows in another order.
-    Anything else (need_weights, bias_k/v, add_zero_attn, static_k/v,
-    unbatched or genuinely sequence-first inputs) is PyTorch's own."""
+    With need_weights, PyTorch's explicit form (bmm, softmax) on the same
+    (batch * heads) operands, weights returned. Anything else (bias_k/v,
+    add_zero_attn, static_k/v, unbatched or genuinely sequence-first
+    inputs) is PyTorch's own."""
     args = (query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
             in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
             out_proj_weight, out_proj_bias)
@@ -255,9 +257,9 @@ def _batch_first_mha(query, key, value, embed_dim_to_check, num_heads,
     # Sequence-first views of batch-first tensors (what the module passes).
     views = all(t.dim() == 3 and t.transpose(0, 1).is_contiguous()
                 and not t.is_contiguous() for t in (query, key, value))
-    if (not views or need_weights or bias_k is not None or
-            bias_v is not None or add_zero_attn or static_k is not None or
-            static_v is not None or (is_causal and attn_mask is None)):
+    if (not views or bias_k is not None or bias_v is not None or
+            add_zero_attn or static_k is not None or static_v is not None or
+            (is_causal and attn_mask is None)):
         return _MHA(*args, **kwargs)
     tgt_len, bsz, embed_dim = query.shape
     src_len = key.shape[0]
@@ -268,7 +270,7 @@ def _batch_first_mha(query, key, value, embed_dim_to_check, num_heads,
         mask=key_padding_mask, mask_name="key_padding_mask",
         other_type=F._none_or_dtype(attn_mask), other_name="attn_mask",
         target_type=query.dtype)
-    if is_causal and key_padding_mask is None:
+    if is_causal and key_padding_mask is None and not need_weights:
         attn_mask = None
     else:
         attn_mask = F._canonical_mask(
@@ -305,6 +307,28 @@ def _batch_first_mha(query, key, value, embed_dim_to_check, num_heads,
             attn_mask + key_padding_mask
     if not training:
         dropout_p = 0.0
+    if need_weights:
+        # PyTorch's explicit form on (batch * heads, L, head_dim) operands,
+        # ordered batch-major as its own view makes them.
+        def heads(t, length):
+            return t.view(bsz, length, num_heads, head_dim).transpose(
+                1, 2).reshape(bsz * num_heads, length, head_dim)
+        q, k, v = heads(q, tgt_len), heads(k, src_len), heads(v, src_len)
+        q_scaled = q * math.sqrt(1.0 / float(head_dim))
+        if attn_mask is not None:
+            weights = torch.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+        else:
+            weights = torch.bmm(q_scaled, k.transpose(-2, -1))
+        weights = F.softmax(weights, dim=-1)
+        if dropout_p > 0.0:
+            weights = F.dropout(weights, p=dropout_p)
+        out = torch.bmm(weights, v).view(bsz, num_heads, tgt_len, head_dim)
+        out = out.transpose(1, 2).reshape(bsz, tgt_len, embed_dim)
+        out = F.linear(out, out_proj_weight, out_proj_bias)
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        return out.transpose(0, 1), weights
     if attn_mask is not None:
         if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
             attn_mask = attn_mask.unsqueeze(0)

@@ -219,6 +219,24 @@ class Decoder(nn.Module):
         return self.head(out.mean(1))
 
 
+class WeightsMHA(nn.Module):
+    """nn.MultiheadAttention called with its defaults (need_weights=True:
+    PyTorch's explicit bmm/softmax form, the averaged weights returned) and
+    a causal float mask; the weights feed the output too."""
+
+    def __init__(self, vocab=16, dim=8, classes=3):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.attn = nn.MultiheadAttention(dim, 2, batch_first=True)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, tokens):
+        h = self.tok(tokens)
+        mask = nn.Transformer.generate_square_subsequent_mask(tokens.shape[1])
+        out, weights = self.attn(h, h, h, attn_mask=mask)
+        return self.head(out.mean(1)) + weights[:, -1, :3]
+
+
 class PaddedMHA(nn.Module):
     """nn.MultiheadAttention(need_weights=False) with a key padding mask
     (token 0 is padding): SDPA with an additive float mask."""
@@ -414,7 +432,7 @@ SCHEDULED = {
 
 # Models whose attention is F.scaled_dot_product_attention.
 ATTENTION = ("encoder_post", "encoder_pre", "padded_mha", "causal_gqa",
-             "decoder")
+             "decoder", "mha_weights")
 
 
 def setup(case):
@@ -426,7 +444,7 @@ def setup(case):
         model = {"encoder_post": lambda: Encoder(norm_first=False),
                  "encoder_pre": lambda: Encoder(norm_first=True),
                  "padded_mha": PaddedMHA, "causal_gqa": CausalGQA,
-                 "decoder": Decoder}[case]()
+                 "decoder": Decoder, "mha_weights": WeightsMHA}[case]()
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9,
                               foreach=True)
         return model, opt, nn.CrossEntropyLoss()
