@@ -305,6 +305,19 @@ def _sum_window_offsets(contribution, out_hw, in_hw, kernel, stride, padding,
     return total[..., ph:ph + H, pw:pw + W]
 
 
+def _compare_scalar(op):
+    """A float tensor compared with an integer scalar, the scalar as a float
+    (what PyTorch compares): torch-mlir folds `aten.eq.Scalar` of a constant
+    float tensor and an integer to false (`torch.ones(n) == 1` became all
+    False, and F.cosine_embedding_loss's loss 0)."""
+    def compare(self, other):
+        if self.is_floating_point() and isinstance(other, int) and \
+                not isinstance(other, bool):
+            return op(self, float(other))
+        return NotImplemented
+    return compare
+
+
 def _max_pool2d_backward(grad_output, self, kernel_size, stride, padding,
                          dilation, ceil_mode, indices):
     # PyTorch adds each output's gradient into the input element its index
@@ -483,6 +496,8 @@ def decomposition_table():
         _max_pool2d_backward
     table[aten.constant_pad_nd.default] = _constant_pad_nd
     table[aten.convolution_backward.default] = _convolution_backward
+    for compare in (aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge):
+        table[compare.Scalar] = _compare_scalar(compare.Scalar)
     table[aten.avg_pool2d_backward.default] = _avg_pool2d_backward
     table[aten.upsample_nearest2d.vec] = _upsample_nearest2d
     table[aten.upsample_nearest2d_backward.default] = \
@@ -499,6 +514,13 @@ def decomposition_table():
             [aten.native_layer_norm])[aten.native_layer_norm.default])
     table[aten.native_batch_norm.default] = _native_batch_norm
     table[aten._native_batch_norm_legit.default] = _native_batch_norm
+    # BatchNorm(track_running_stats=False): batch statistics, no buffers
+    # (PyTorch's own decomposition of this overload gave wrong gradients
+    # once compiled).
+    table[aten._native_batch_norm_legit.no_stats] = \
+        lambda input, weight, bias, training, momentum, eps: \
+        _native_batch_norm(input, weight, bias, None, None, training,
+                           momentum, eps)
     # Random ops: Philox on the global element index (_random.py).
     from . import _random
     table.update(_random.decompositions())
