@@ -514,9 +514,8 @@ def decomposition_table():
             [aten.native_layer_norm])[aten.native_layer_norm.default])
     table[aten.native_batch_norm.default] = _native_batch_norm
     table[aten._native_batch_norm_legit.default] = _native_batch_norm
-    # BatchNorm(track_running_stats=False): batch statistics, no buffers
-    # (PyTorch's own decomposition of this overload gave wrong gradients
-    # once compiled).
+    # BatchNorm(track_running_stats=False): batch statistics, no buffers,
+    # the same decomposition as with them.
     table[aten._native_batch_norm_legit.no_stats] = \
         lambda input, weight, bias, training, momentum, eps: \
         _native_batch_norm(input, weight, bias, None, None, training,
