@@ -100,13 +100,18 @@ def _source(at):
     return f"{at}: {code}" if code else at
 
 
+def _label(region):
+    """`user.py:12 > linear.py:125` for a region `path:line|path:line`."""
+    return " > ".join(os.path.basename(f) for f in region.split("|"))
+
+
 def _named(event):
     """A region's event named `user.py:12 > linear.py:125` after its
     `path:line|path:line`, the code of those lines in its args."""
     if event.get("cat") != "region":
         return event
     frames = event["name"].split("|")
-    event["name"] = " > ".join(os.path.basename(f) for f in frames)
+    event["name"] = _label(event["name"])
     event["args"] = {"user": _source(frames[0])}
     if len(frames) > 1:
         event["args"]["module"] = _source(frames[1])
@@ -146,8 +151,7 @@ def _region_hook(name):
     if name is not None:
         label = _region_labels.get(name)
         if label is None:
-            label = _region_labels[name] = " > ".join(
-                os.path.basename(f) for f in name.decode().split("|"))
+            label = _region_labels[name] = _label(name.decode())
         _open_ranges.append(
             torch.ops.profiler._record_function_enter_new(label, None))
     elif _open_ranges:

@@ -219,24 +219,6 @@ class Decoder(nn.Module):
         return self.head(out.mean(1))
 
 
-class WeightsMHA(nn.Module):
-    """nn.MultiheadAttention called with its defaults (need_weights=True:
-    PyTorch's explicit bmm/softmax form, the averaged weights returned) and
-    a causal float mask; the weights feed the output too."""
-
-    def __init__(self, vocab=16, dim=8, classes=3):
-        super().__init__()
-        self.tok = nn.Embedding(vocab, dim)
-        self.attn = nn.MultiheadAttention(dim, 2, batch_first=True)
-        self.head = nn.Linear(dim, classes)
-
-    def forward(self, tokens):
-        h = self.tok(tokens)
-        mask = nn.Transformer.generate_square_subsequent_mask(tokens.shape[1])
-        out, weights = self.attn(h, h, h, attn_mask=mask)
-        return self.head(out.mean(1)) + weights[:, -1, :3]
-
-
 class PaddedMHA(nn.Module):
     """nn.MultiheadAttention(need_weights=False) with a key padding mask
     (token 0 is padding): SDPA with an additive float mask."""
@@ -252,6 +234,18 @@ class PaddedMHA(nn.Module):
         out, _ = self.attn(h, h, h, key_padding_mask=tokens == 0,
                            need_weights=False)
         return self.head(out.mean(1))
+
+
+class WeightsMHA(PaddedMHA):
+    """nn.MultiheadAttention called with its defaults (need_weights=True:
+    PyTorch's explicit bmm/softmax form, the averaged weights returned) and
+    a causal float mask; the weights feed the output too."""
+
+    def forward(self, tokens):
+        h = self.tok(tokens)
+        mask = nn.Transformer.generate_square_subsequent_mask(tokens.shape[1])
+        out, weights = self.attn(h, h, h, attn_mask=mask)
+        return self.head(out.mean(1)) + weights[:, -1, :3]
 
 
 class CausalGQA(nn.Module):

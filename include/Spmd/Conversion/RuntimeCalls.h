@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace mlir::spmd {
 
@@ -32,6 +33,19 @@ Value bufferAddress(OpBuilder &b, Location loc, Value memref);
 /// it exists.
 Value stringConstant(OpBuilder &b, ModuleOp module, Location loc,
                      StringRef text, StringRef symbol);
+
+/// Constant C strings of one module, one internal global per distinct text,
+/// named `<prefix><n>`.
+class StringConstants {
+public:
+  explicit StringConstants(StringRef prefix) : prefix(prefix.str()) {}
+  /// The address (!llvm.ptr) of `text`'s global, made on first use.
+  Value get(OpBuilder &b, ModuleOp module, Location loc, StringRef text);
+
+private:
+  std::string prefix;
+  llvm::StringMap<std::string> symbols;
+};
 
 /// "user.py:LINE|module.py:LINE" for the innermost frame of the user's code
 /// and the innermost torch.nn module frame of `loc` (callsite locations list

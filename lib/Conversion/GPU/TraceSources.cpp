@@ -14,7 +14,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "llvm/ADT/StringMap.h"
 
 namespace mlir::spmd {
 #define GEN_PASS_DEF_SPMDGPUTRACESOURCESPASS
@@ -56,16 +55,13 @@ struct SpmdGpuTraceSourcesPass
         text = LLVM::ZeroOp::create(b, op->getLoc(),
                                     LLVM::LLVMPointerType::get(&getContext()));
       } else {
-        auto it = symbols.try_emplace(
-            name, ("__spmd_source_" + Twine(symbols.size())).str());
-        text = spmd::stringConstant(b, module, op->getLoc(), name,
-                                    it.first->second);
+        text = names.get(b, module, op->getLoc(), name);
       }
       spmd::callRuntime(b, module, op->getLoc(), "spmdGpuTraceSource", {text});
     }
   }
 
-  llvm::StringMap<std::string> symbols;
+  spmd::StringConstants names{"__spmd_source_"};
 };
 
 } // namespace

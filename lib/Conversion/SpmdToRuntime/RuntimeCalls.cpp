@@ -43,6 +43,13 @@ Value mlir::spmd::stringConstant(OpBuilder &b, ModuleOp module, Location loc,
       b, loc, LLVM::LLVMPointerType::get(module.getContext()), symbol);
 }
 
+Value mlir::spmd::StringConstants::get(OpBuilder &b, ModuleOp module,
+                                       Location loc, StringRef text) {
+  auto it =
+      symbols.try_emplace(text, (prefix + Twine(symbols.size())).str()).first;
+  return stringConstant(b, module, loc, text, it->second);
+}
+
 /// Frames of PyTorch's own code, torch-mlir's, the bridge's (python/spmd/
 /// api.py and _*.py) and the compiler's files.
 static bool isLibraryFrame(StringRef file) {

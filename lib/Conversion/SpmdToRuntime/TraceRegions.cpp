@@ -48,15 +48,6 @@ struct SpmdTraceRegionsPass
           bracket(b, module, block);
   }
 
-  /// The address of a constant C string `text`, one global per text.
-  Value name(OpBuilder &b, ModuleOp module, StringRef text, Location loc) {
-    auto it =
-        symbols
-            .try_emplace(text, ("__spmd_region_" + Twine(symbols.size())).str())
-            .first;
-    return stringConstant(b, module, loc, text, it->second);
-  }
-
   void bracket(OpBuilder &b, ModuleOp module, Block &block) {
     Operation *first = nullptr, *last = nullptr;
     std::string current;
@@ -64,7 +55,7 @@ struct SpmdTraceRegionsPass
       if (!first)
         return;
       b.setInsertionPoint(first);
-      Value text = name(b, module, current, first->getLoc());
+      Value text = names.get(b, module, first->getLoc(), current);
       Value start = callRuntime(b, module, first->getLoc(), "spmdTraceBegin",
                                 {text}, {b.getI64Type()})
                         .getResult(0);
@@ -91,7 +82,7 @@ struct SpmdTraceRegionsPass
     close();
   }
 
-  llvm::StringMap<std::string> symbols;
+  StringConstants names{"__spmd_region_"};
 };
 
 } // namespace
