@@ -99,6 +99,31 @@ class Executable:
         self.views[f"{n}.step"].fill_(float(st["step"]) if "step" in st
                                       else 0.0)
 
+    def _take_replaced_state(self):
+        """Values the user put in place of the program's buffers since the
+        last call (`optimizer.load_state_dict` makes new state tensors,
+        `model.load_state_dict(..., assign=True)` or `p.data = t` new
+        parameters): copied in, and the model and optimizer pointed back at
+        the buffers. Without this the program would go on from its own
+        buffers and the loaded checkpoint would be silently ignored."""
+        model, opt = self.traced.model, self.traced.optimizer
+        params = dict(model.named_parameters())
+        buffers = dict(model.named_buffers())
+        replaced = any(not _is_view(params[n], self.views[n])
+                       for n in self.traced.param_names)
+        replaced |= any(not _is_view(buffers[n], self.views[n])
+                        for n in self.traced.buffer_names)
+        for kind, names, gi in self.program.groups:
+            for n in names:
+                st = opt.state.get(params[n], {})
+                for key, suffix in _OPTIMIZER_KEYS[kind]:
+                    name = f"{n}.{suffix}"
+                    if name in self.views and not _is_view(st.get(key),
+                                                           self.views[name]):
+                        replaced = True
+        if replaced:
+            self._adopt_state()
+
     def _write_hyperparams(self):
         """The param groups' current float options (lr, momentum, betas,
         ...) into the program's buffers: what an LR scheduler or a manual
@@ -133,6 +158,8 @@ class Executable:
         if _OWNER.get(self.traced.model) is not self:
             self._adopt_state()
             _OWNER[self.traced.model] = self
+        else:
+            self._take_replaced_state()
         self._write_hyperparams()
         if self.program.rng_state:
             # New numbers every call: the counters continue where the last
@@ -149,6 +176,23 @@ class Executable:
         if self.traced.optimizer is not None:
             self._publish_optimizer_state()
         return [self.views[n].clone() for n in self.program.outputs]
+
+
+# The optimizer.state keys the program holds, per optimizer kind, and the
+# suffix of their state names.
+_OPTIMIZER_KEYS = {
+    "sgd": [("momentum_buffer", "momentum_buffer")],
+    "adam": [("step", "step"), ("exp_avg", "exp_avg"),
+             ("exp_avg_sq", "exp_avg_sq"),
+             ("max_exp_avg_sq", "max_exp_avg_sq")],
+}
+
+
+def _is_view(tensor, view) -> bool:
+    """Whether `tensor` is (a tensor over) the program's buffer `view`."""
+    return (isinstance(tensor, torch.Tensor)
+            and tensor.data_ptr() == view.data_ptr()
+            and tensor.shape == view.shape)
 
 
 def _set_buffer(model, fqn, tensor):
