@@ -10,12 +10,6 @@ func.func @uneven_two_axes(%x: tensor<6x4xf32> {spmd.spec = #spmd.spec<@m, [shar
 // -----
 
 spmd.mesh @dp(shape = 4)
-// expected-error @+1 {{sharded state needs dimensions that divide evenly over the mesh axes; 'tensor<6xf32>' as #spmd.spec<@dp, [shard<0>]> does not}}
-spmd.state @w : tensor<6xf32> role = param spec = <@dp, [shard<0>]>
-
-// -----
-
-spmd.mesh @dp(shape = 4)
 // expected-error @+1 {{sharding dynamic dimension 0 of 'tensor<?xf32>' is not supported}}
 func.func @dynamic(%x: tensor<?xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) -> tensor<?xf32> {
   return %x : tensor<?xf32>

@@ -310,6 +310,34 @@ func.func @state() {
 
 // -----
 
+// Uneven sharded state (torch.chunk: 3 + 3 + 3 + 1 rows of 10) is stored at
+// the largest chunk on every rank; a load cuts this rank's rows out, a store
+// pads them back.
+spmd.mesh @dp(shape = 4)
+// CHECK: spmd.state @u : tensor<3x2xf32> role = param spec = <@dp, [shard<0>]>
+spmd.state @u : tensor<10x2xf32> role = param spec = <@dp, [shard<0>]>
+// CHECK-LABEL: func.func @uneven_state
+// CHECK: %[[I:.*]] = spmd.axis_index @dp axes = [0]
+// CHECK: %[[U:.*]] = spmd.load @u : tensor<3x2xf32>
+// CHECK: %[[N:.*]] = arith.minsi
+// CHECK: %[[P:.*]] = tensor.extract_slice %[[U]][0, 0] [%[[N]], 2] [1, 1] : tensor<3x2xf32> to tensor<?x2xf32>
+// CHECK: %[[D:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<?x2xf32>)
+// CHECK: %[[Q:.*]] = tensor.pad %[[D]] low[0, 0] high[{{.*}}, 0]
+// CHECK: spmd.store %[[Q]] to @u : tensor<3x2xf32>
+func.func @uneven_state() {
+  %u = spmd.load @u : tensor<10x2xf32>
+  %e = tensor.empty() : tensor<10x2xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%u : tensor<10x2xf32>) outs(%e : tensor<10x2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<10x2xf32>
+  spmd.store %d to @u : tensor<10x2xf32>
+  return
+}
+
+// -----
+
 // Slices, pads and concatenations on sharded rows get local sizes.
 spmd.mesh @dp(shape = 2)
 // CHECK-LABEL: func.func @data_movement

@@ -43,6 +43,26 @@ bool isIdentityOf(Attribute value, ReductionKind kind) {
   return false;
 }
 
+/// The static type a sharded state is stored as on each rank: its local
+/// type, with every dimension that one mesh axis splits unevenly (dynamic in
+/// `local`) at that axis's largest chunk, ceil(size / n). Loads cut this
+/// rank's part out of it and stores pad it back, so every rank holds a
+/// buffer of one size.
+RankedTensorType stateStorageType(RankedTensorType global,
+                                  RankedTensorType local,
+                                  ArrayRef<PlacementAttr> placements,
+                                  MeshOp mesh) {
+  SmallVector<int64_t> shape(local.getShape());
+  for (auto [a, p] : llvm::enumerate(placements)) {
+    auto shard = dyn_cast<ShardAttr>(p);
+    if (!shard || !local.isDynamicDim(shard.getDim()))
+      continue;
+    int64_t n = mesh.getShape()[a];
+    shape[shard.getDim()] = (global.getDimSize(shard.getDim()) + n - 1) / n;
+  }
+  return local.clone(shape);
+}
+
 class Expander {
 public:
   Expander(func::FuncOp func, MeshOp mesh, ShardingRuleCache &rules)
@@ -94,6 +114,8 @@ private:
                              Location loc);
   FailureOr<Value> fill(Value like, RankedTensorType type, double value,
                         Location loc);
+  LogicalResult loadUnevenState(LoadOp load, RankedTensorType local);
+  LogicalResult storeUnevenState(StoreOp store);
   LogicalResult expandOp(Operation *op);
   LogicalResult localizeSizes(Operation *op);
   LogicalResult setOperand(Operation *op, unsigned index,
@@ -153,6 +175,62 @@ FailureOr<Value> Expander::fill(Value like, RankedTensorType type, double value,
     return mlir::emitError(loc) << "cannot fill a tensor of " << element;
   Value scalar = arith::ConstantOp::create(b, loc, attr);
   return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+/// A load of a state that one axis splits unevenly reads the padded
+/// storage (stateStorageType) and cuts this rank's chunk out of it: later
+/// ops see the local (dynamic) type.
+LogicalResult Expander::loadUnevenState(LoadOp load, RankedTensorType local) {
+  Value full = load.getResult();
+  RankedTensorType global = globalTypes.lookup(full);
+  Placements layout = placements[full];
+  Location loc = load.getLoc();
+  full.setType(stateStorageType(global, local, layout, mesh));
+  b.setInsertionPointAfter(load);
+  SmallVector<OpFoldResult> offsets(local.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(local.getRank(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0; d < local.getRank(); ++d)
+    sizes.push_back(b.getIndexAttr(local.getDimSize(d)));
+  for (auto [a, p] : llvm::enumerate(layout))
+    if (auto shard = dyn_cast<ShardAttr>(p);
+        shard && local.isDynamicDim(shard.getDim()))
+      sizes[shard.getDim()] =
+          unevenSize(global.getDimSize(shard.getDim()), a, loc);
+  auto part = tensor::ExtractSliceOp::create(b, loc, local, full, offsets,
+                                             sizes, strides);
+  full.replaceAllUsesExcept(part.getResult(), part);
+  globalTypes[part.getResult()] = global;
+  placements[part.getResult()] = layout;
+  return success();
+}
+
+/// A store to such a state pads this rank's chunk to the storage size (the
+/// padding is never read).
+LogicalResult Expander::storeUnevenState(StoreOp store) {
+  Value v = store.getValue();
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.hasStaticShape())
+    return success();
+  Location loc = store.getLoc();
+  auto state =
+      SymbolTable::lookupNearestSymbolFrom<StateOp>(store, store.getStateAttr());
+  RankedTensorType storage = stateStorageType(
+      state.getTensorType(), type, state.getSpec()->getPlacements(), mesh);
+  b.setInsertionPoint(store);
+  SmallVector<OpFoldResult> low(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> high(low);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      high[d] = arith::SubIOp::create(
+                    b, loc, index(storage.getDimSize(d), loc),
+                    tensor::DimOp::create(b, loc, v, d))
+                    .getResult();
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
+  Value padded = tensor::PadOp::create(b, loc, storage, v, low, high, zero);
+  store->setOperand(0, padded);
+  return success();
 }
 
 /// Collectives take static shapes (both runtimes size their buffers from
@@ -754,6 +832,8 @@ LogicalResult Expander::run() {
       if (failed(type))
         return failure();
       load.getResult().setType(*type);
+      if (!type->hasStaticShape() && failed(loadUnevenState(load, *type)))
+        return failure();
       continue;
     }
     if (auto store = dyn_cast<StoreOp>(op)) {
@@ -762,7 +842,8 @@ LogicalResult Expander::run() {
       Placements want = state && state.getSpec()
                             ? Placements(state.getSpec()->getPlacements())
                             : getReplicated(ctx, rank);
-      if (failed(setOperand(op, 0, want)))
+      if (failed(setOperand(op, 0, want)) ||
+          failed(storeUnevenState(store)))
         return failure();
       continue;
     }
@@ -852,13 +933,8 @@ LogicalResult mlir::spmd::expandToLocal(ModuleOp module,
                      [&] { return state.emitError(); });
     if (failed(type))
       return failure();
-    if (!type->hasStaticShape()) {
-      state.emitError() << "sharded state needs dimensions that divide "
-                           "evenly over the mesh axes; "
-                        << state.getType() << " as " << *spec << " does not";
-      return failure();
-    }
-    state.setType(*type);
+    state.setType(stateStorageType(state.getTensorType(), *type,
+                                   spec->getPlacements(), mesh));
   }
   return success();
 }
