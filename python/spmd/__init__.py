@@ -23,6 +23,7 @@ from ._explain import Explanation, explain
 from ._profile import profile
 from .placement import Placement, Replicate, Shard, override_placement
 from ._errors import UnsupportedError
+from ._sharding import full_state_dict
 from ._toolchain import CompileError
 from ._runtime import (memory_stats, rank, reset_peak_memory_stats,
                        world_size)
@@ -31,5 +32,5 @@ __all__ = [
     "compile", "Override", "DataParallel", "run_passes", "Placement",
     "Replicate", "Shard", "override_placement", "UnsupportedError",
     "CompileError", "rank", "world_size", "explain", "Explanation",
-    "memory_stats", "reset_peak_memory_stats", "profile",
+    "memory_stats", "reset_peak_memory_stats", "profile", "full_state_dict",
 ]

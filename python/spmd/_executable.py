@@ -14,7 +14,7 @@ import weakref
 
 import torch
 
-from . import _runtime
+from . import _runtime, _sharding
 from ._program import DTYPE_CODE, ENTRY, Program
 from ._trace import Traced
 
@@ -25,7 +25,7 @@ _OWNER = weakref.WeakKeyDictionary()
 
 class Executable:
     def __init__(self, library, traced: Traced, program: Program,
-                 random=None):
+                 random=None, parallel_style="replicate"):
         self.traced = traced
         self.program = program
         # The step's random stream (api._RandomStream): seed, next offset.
@@ -38,34 +38,53 @@ class Executable:
         nargs = sum(3 + 2 * len(i.local_shape) for i in traced.inputs)
         self.entry.argtypes = [ctypes.c_int64] * nargs
         self.lib.spmd_register_state()
+        _sharding.claim(traced.model, parallel_style)
+        self.states = {s.name: s for s in program.states}
         self.views = {}
+        world, rank = _runtime.world_size(), _runtime.rank()
         for s in program.states:
-            self.views[s.name] = _runtime.bind(program.prefix + s.name,
-                                               s.shape, s.dtype,
-                                               DTYPE_CODE[s.dtype])
-        self._adopt_state()
+            if not s.sharded:
+                self.views[s.name] = _runtime.bind(
+                    program.prefix + s.name, s.shape, s.dtype,
+                    DTYPE_CODE[s.dtype])
+                continue
+            # Every rank's buffer holds the largest chunk; this rank's
+            # chunk is its first rows (torch.chunk sizes).
+            storage = _runtime.bind(
+                program.prefix + s.name,
+                (_sharding.storage_rows(s.shape[0], world), *s.shape[1:]),
+                s.dtype, DTYPE_CODE[s.dtype])
+            self.views[s.name] = storage[:_sharding.chunk(s.shape[0], world,
+                                                          rank)[1]]
+        # As DDP at construction: every rank starts from rank 0's model and
+        # optimizer state (replicated state must be equal everywhere; a
+        # whole tensor of a sharded state is broadcast before each rank
+        # takes its chunk), and from rank 0's random seed.
+        self._adopt_state(agree=True)
+        _sharding.mark_sharded(traced.model, {
+            s.name: s.shape for s in program.states
+            if s.sharded and s.role == "param"})
         _OWNER[traced.model] = self
         if program.rng_state:
             self.views[program.rng_state][0] = self.random.seed
-        # As DDP at construction: every rank starts from rank 0's model and
-        # optimizer state (replicated state must be equal everywhere), and
-        # from rank 0's random seed.
         for s in program.states:
-            if s.role != "output":
+            if s.role != "output" and not s.sharded:
                 _runtime.broadcast_(self.views[s.name], DTYPE_CODE[s.dtype])
 
-    def _adopt_state(self):
+    def _adopt_state(self, agree=False):
         """Copies the current values in, then points the model and the
-        optimizer at the program's buffers."""
+        optimizer at the program's buffers. `agree`: whole tensors of
+        sharded states are rank 0's (broadcast first)."""
+        self.agree = agree
         model, opt = self.traced.model, self.traced.optimizer
         params = dict(model.named_parameters())
         buffers = dict(model.named_buffers())
         with torch.no_grad():
             for n in self.traced.param_names:
-                self.views[n].copy_(params[n].data)
+                self._copy_in(n, params[n].data)
                 params[n].data = self.views[n]
             for n in self.traced.buffer_names:
-                self.views[n].copy_(buffers[n])
+                self._copy_in(n, buffers[n])
                 _set_buffer(model, n, self.views[n])
             for kind, names, gi in self.program.groups:
                 for n in names:
@@ -75,13 +94,24 @@ class Executable:
                     else:
                         self._adopt_adam(st, n)
 
+    def _copy_in(self, name, source):
+        """`source` into the buffer of state `name`: for a sharded state,
+        a whole tensor's chunk of this rank, or this rank's chunk itself."""
+        info = self.states[name]
+        if info.sharded:
+            if self.agree and tuple(source.shape) == info.shape:
+                source = source.detach().clone().contiguous()
+                _runtime.broadcast_(source, DTYPE_CODE[info.dtype])
+            source = _sharding.take_chunk(source, info.shape, name)
+        self.views[name].copy_(source)
+
     def _adopt_sgd(self, st, n, gi, names):
         key = f"{n}.momentum_buffer"
         if key not in self.views:
             return
         buf = st.get("momentum_buffer")
         if buf is not None:
-            self.views[key].copy_(buf)
+            self._copy_in(key, buf)
         else:
             self.views[key].zero_()
         step = self.views[f"optimizer.param_groups.{gi}.step"]
@@ -93,7 +123,7 @@ class Executable:
             key = f"{n}.{suffix}"
             if key in self.views:
                 if suffix in st:
-                    self.views[key].copy_(st[suffix])
+                    self._copy_in(key, st[suffix])
                 else:
                     self.views[key].zero_()
         self.views[f"{n}.step"].fill_(float(st["step"]) if "step" in st

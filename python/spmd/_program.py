@@ -24,6 +24,7 @@ from typing import List
 
 import torch
 
+from . import _sharding
 from ._errors import UnsupportedError
 from ._trace import Traced
 from .placement import Shard
@@ -46,9 +47,11 @@ def tensor_type(shape, dtype) -> str:
 @dataclass
 class StateInfo:
     name: str
-    shape: tuple
+    shape: tuple  # global
     dtype: torch.dtype
     role: str
+    # Sharded on dimension 0 over the ranks (fully_shard), else replicated.
+    sharded: bool = False
 
 
 @dataclass
@@ -82,10 +85,16 @@ class _Writer:
 
 
 def build(traced: Traced, imported: str, world: int, prefix: str = "",
-          index: int = 0) -> Program:
+          index: int = 0, fully_shard: bool = False) -> Program:
     """`prefix` goes before every state's symbol (the runtime's registry is
     one per process: two models' `fc.weight` must not meet); `index` makes
-    the returned values' names unique per compiled program."""
+    the returned values' names unique per compiled program.
+
+    fully_shard: parameters of rank >= 1 and their optimizer state are
+    `shard<0>` states; each load of such a parameter is redistributed to
+    replicated before the step uses it (FSDP's all-gather: the compiler
+    keeps the batch split instead of moving activations), and the optimizer
+    updates the sharded load, so the gradients are reduce-scattered."""
     program = Program("", prefix=prefix)
     graph_out = [n for n in traced.graph.graph.nodes if n.op == "output"][0]
     out_vals = [a.meta["val"] for a in graph_out.args[0]]
@@ -95,17 +104,22 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
                  for n in placeholders]
     res_types = [tensor_type(v.shape, v.dtype) for v in out_vals]
 
-    params = dict(traced.model.named_parameters())
+    params = {n: _GlobalShape(p, _sharding.global_shape(traced.model, n, p))
+              for n, p in traced.model.named_parameters()}
     buffers = dict(traced.model.named_buffers())
     decls = ["  spmd.mesh @world(shape = %d)" % world]
+    sharded = {n for n in traced.param_names
+               if fully_shard and len(params[n].shape) >= 1}
 
-    def state(name, shape, dtype, role):
-        program.states.append(StateInfo(name, tuple(shape), dtype, role))
+    def state(name, shape, dtype, role, shard=False):
+        program.states.append(StateInfo(name, tuple(shape), dtype, role,
+                                        shard))
+        spec = " spec = <@world, [shard<0>]>" if shard else ""
         decls.append(f'  spmd.state @"{name}" : {tensor_type(shape, dtype)}'
-                     f" role = {role}")
+                     f" role = {role}{spec}")
 
     for n in traced.param_names:
-        state(n, params[n].shape, params[n].dtype, "param")
+        state(n, params[n].shape, params[n].dtype, "param", n in sharded)
     for n in traced.buffer_names:
         state(n, buffers[n].shape, buffers[n].dtype, "buffer")
 
@@ -122,7 +136,15 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
         v = w.fresh("s")
         w.emit(f'{v} = spmd.load @"{n}" : {tensor_type(t.shape, t.dtype)}')
         values[n] = v
-    operands = [values[n] for n in traced.param_names + traced.buffer_names]
+    gathered = dict(values)
+    for n in (n for n in traced.param_names if n in sharded):
+        t = params[n]
+        v = w.fresh("g")
+        w.emit(f"{v} = spmd.redistribute {values[n]} to <@world, "
+               f"[replicate]> : {tensor_type(t.shape, t.dtype)}")
+        gathered[n] = v
+    operands = [gathered[n]
+                for n in traced.param_names + traced.buffer_names]
     operands += [f"%in{i}" for i in range(len(traced.inputs))]
     if traced.rng_draws:
         # The random ops' [seed, offset] (_random.py), written by the host
@@ -150,7 +172,8 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
                      for n in _group_names(traced, group) if n in grads]
             if names:
                 _optimizer_group(w, traced.optimizer, group, gi, names,
-                                 params, values, grads, state, program)
+                                 params, values, grads, state, program,
+                                 sharded)
 
     # Buffers updated in place (BatchNorm's running statistics): stored.
     for name, value in zip(traced.buffer_updates, results[first_update:]):
@@ -189,8 +212,16 @@ def _group_names(traced, group):
     return [name_of[id(p)] for p in group["params"]]
 
 
+class _GlobalShape:
+    """A parameter as the program sees it: its global shape (a fully
+    sharded model's tensors hold this rank's chunk) and dtype."""
+
+    def __init__(self, tensor, shape):
+        self.shape, self.dtype = tuple(shape), tensor.dtype
+
+
 def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
-                     state, program):
+                     state, program, sharded):
     types = [tensor_type(params[n].shape, params[n].dtype) for n in names]
     for n in names:
         if params[n].dtype != torch.float32:
@@ -206,7 +237,7 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
         out = []
         for n, t in zip(names, types):
             state(f"{n}.{suffix}", params[n].shape, params[n].dtype,
-                  "optimizer_state")
+                  "optimizer_state", n in sharded)
             v = w.fresh("o")
             w.emit(f'{v} = spmd.load @"{n}.{suffix}" : {t}')
             out.append(v)

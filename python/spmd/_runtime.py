@@ -72,10 +72,13 @@ def runtime():
         + [ctypes.c_int64] * 2
     lib.spmdBroadcast.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] \
         + [ctypes.c_int64] * 3
+    lib.spmdAllGather.argtypes = [ctypes.c_int64] * 5 + [ctypes.c_int32] \
+        + [ctypes.c_int64] * 2
     lib.spmdAbort.argtypes = [ctypes.c_char_p]
     # void functions: nothing to read back (test/Python/abi_check.py checks
     # these declarations against SpmdRuntime.h).
-    for void in (lib.spmdAllReduce, lib.spmdBroadcast, lib.spmdAbort):
+    for void in (lib.spmdAllReduce, lib.spmdBroadcast, lib.spmdAllGather,
+                 lib.spmdAbort):
         void.restype = None
     lib.spmdBackendName.restype = ctypes.c_char_p
     lib.spmdSetSgemm.argtypes = [ctypes.c_int64]
@@ -274,3 +277,13 @@ def broadcast_(tensor: torch.Tensor, code: int, root: int = 0):
         return
     runtime().spmdBroadcast(tensor.data_ptr(), tensor.data_ptr(),
                             tensor.numel(), code, root, world_size(), 1)
+
+
+def all_gather_(out: torch.Tensor, tensor: torch.Tensor, code: int):
+    """Every rank's contiguous `tensor` (of one shape everywhere),
+    concatenated along dimension 0 in rank order into `out`."""
+    if out.numel() == 0:
+        return
+    runtime().spmdAllGather(tensor.data_ptr(), out.data_ptr(), 1,
+                            tensor.shape[0], tensor[0].numel(), code,
+                            world_size(), 1)

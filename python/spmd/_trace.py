@@ -24,7 +24,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils import stateless
 from torch.utils import _pytree as pytree
 
-from . import _attention, _random
+from . import _attention, _random, _sharding
 from ._decompositions import UnsupportedError, decomposition_table
 from .placement import Placement, Replicate, Shard
 
@@ -470,8 +470,13 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
             return torch.empty(info.global_shape, dtype=info.dtype)
         return torch.zeros(info.global_shape, dtype=info.dtype)
 
-    params = [named_params[n].detach().clone().requires_grad_(
-        named_params[n].requires_grad) for n in param_names]
+    # A fully sharded model's parameters are this rank's chunks: the step is
+    # traced over their global shapes (only shapes matter to make_fx).
+    shapes = _sharding.sharded_shapes(model)
+    params = [(torch.empty(shapes[n], dtype=named_params[n].dtype)
+               if n in shapes else named_params[n].detach().clone())
+              .requires_grad_(named_params[n].requires_grad)
+              for n in param_names]
     buffers = [named_buffers[n].detach().clone() for n in buffer_names]
     rng = torch.zeros(2, dtype=torch.int64)
     try:

@@ -44,16 +44,49 @@ class Override:
 
 @dataclass(frozen=True)
 class DataParallel:
-    """The parallelism of a compiled step: every rank of the MPI job on one
-    mesh axis, tensor arguments laid out by `inputs` unless marked with
-    spmd.override_placement (parameters, buffers and optimizer state are
-    replicated; spmd-distribute decides everything in between).
+    """The parallelism of a compiled step (torch.distributed._spmd's
+    DataParallel): every rank of the job on one mesh axis, tensor arguments
+    split on `input_batch_dim` (or laid out as `inputs`) unless marked with
+    spmd.override_placement; spmd-distribute decides everything in between.
+
+    parallel_style: "replicate" (DDP): every rank holds every parameter,
+    buffer and optimizer state; gradients are all-reduced.
+    "fully_shard" (FSDP / ZeRO-3): every parameter of rank >= 1, its
+    gradient and its optimizer state are sharded on dimension 0 over the
+    ranks (uneven sizes as torch.chunk splits them); each parameter is
+    all-gathered where the step uses it and its gradient reduce-scattered,
+    and the optimizer updates this rank's chunk only. After the first call
+    the model's parameters and the optimizer's state tensors are this rank's
+    chunks (`model.state_dict()` gives them, as FSDP's sharded state dict);
+    `spmd.full_state_dict(model, optimizer)` gathers whole tensors for a
+    checkpoint and `model.load_state_dict(whole)` /
+    `optimizer.load_state_dict(whole)` take whole tensors back. Buffers and
+    0-d parameters stay replicated.
 
     bucket_cap_mb: the gradients' all-reduces are merged into buckets of at
     most this many MiB (the first one 1 MiB), as DDP's `bucket_cap_mb`
     (spmd-bucket-collectives); 0 reduces each gradient by itself."""
-    inputs: Placement = Shard(0)
+    parallel_style: str = "replicate"
+    input_batch_dim: int = 0
+    inputs: Optional[Placement] = None
     bucket_cap_mb: float = 25.0
+
+    def __post_init__(self):
+        if self.parallel_style not in ("replicate", "fully_shard"):
+            raise ValueError(
+                "DataParallel(parallel_style=...) is \"replicate\" or "
+                f"\"fully_shard\", got {self.parallel_style!r}")
+        if self.input_batch_dim < 0:
+            raise ValueError("DataParallel(input_batch_dim=...) must be >= 0")
+
+    @property
+    def input_placement(self) -> Placement:
+        return self.inputs if self.inputs is not None else Shard(
+            self.input_batch_dim)
+
+    @property
+    def fully_shard(self) -> bool:
+        return self.parallel_style == "fully_shard"
 
 
 def _bucket_bytes(parallel: DataParallel) -> int:
@@ -218,7 +251,8 @@ class CompiledStep:
         if traced.rng_draws and self.random is None:
             self.random = _RandomStream()
         with _progress.phase("load"):
-            return Executable(library, traced, program, self.random)
+            return Executable(library, traced, program, self.random,
+                              self.parallel.parallel_style)
 
     def _trace(self, args, kwargs):
         """The traced step and its global program (this rank's work)."""
@@ -232,14 +266,15 @@ class CompiledStep:
             self.replaced.add(id(model))
         with _progress.phase("trace (make_fx)"):
             traced = _trace.trace(self.fn, args, kwargs, world,
-                                  self.parallel.inputs)
+                                  self.parallel.input_placement)
         with _progress.phase("import (torch-mlir)"):
             imported = _import_cache.import_graph(traced.graph,
                                                   _program.CALLEE)
         with _progress.phase("global program"):
             program = _program.build(traced, imported, world,
                                      prefix=_model_prefix(traced.model),
-                                     index=next(_PROGRAMS))
+                                     index=next(_PROGRAMS),
+                                     fully_shard=self.parallel.fully_shard)
             for override in self.overrides:
                 program.text = override.transform(program.text)
         return traced, program
@@ -281,14 +316,16 @@ class CompiledStep:
 
 def compile(module_override: Optional[List[Override]] = None,
             passes: Optional[str] = None,
-            parallel: Optional[DataParallel] = None,
-            gm_transformation: Optional[Callable] = None) -> Callable:
+            parallel_mode: Optional[DataParallel] = None,
+            gm_transformation: Optional[Callable] = None,
+            parallel: Optional[DataParallel] = None) -> Callable:
     """Decorator: compiles a train step for the ranks of the MPI job.
 
     module_override: Override objects (submodule stand-ins, MLIR
         transforms). passes: extra spmd-opt passes run on the global program
         before distribution (pipeline syntax, e.g. "canonicalize,cse").
-    parallel: a DataParallel (default: inputs Shard(0)).
+    parallel_mode (or its alias `parallel`): a DataParallel (default:
+        replicate, inputs Shard(0)).
     gm_transformation: a function applied to the traced FX GraphModule is
         not supported (the graph is compiled by MLIR passes instead): pass
         `passes` or an Override.transform.
@@ -299,6 +336,14 @@ def compile(module_override: Optional[List[Override]] = None,
             hint="pass passes= or an Override.transform to change the "
             "program (it is compiled by MLIR passes, not FX)")
 
+    if parallel is not None and parallel_mode is not None:
+        raise TypeError("spmd.compile: pass parallel_mode= or its alias "
+                        "parallel=, not both")
+    mode = parallel_mode if parallel_mode is not None else parallel
+    if mode is not None and not isinstance(mode, DataParallel):
+        raise TypeError("spmd.compile: parallel_mode must be an "
+                        f"spmd.DataParallel, got {type(mode).__name__}")
+
     def wrap(fn):
-        return CompiledStep(fn, module_override, passes, parallel)
+        return CompiledStep(fn, module_override, passes, mode)
     return wrap
