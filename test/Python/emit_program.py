@@ -3,7 +3,8 @@
 case (traced, imported through torch-mlir, wrapped with state, specs and the
 optimizer op), for a mesh of WORLD ranks, without compiling or running it.
 
-    python3 emit_program.py CASE [WORLD] [bf16|f16]  (forward under autocast)
+    python3 emit_program.py CASE [WORLD] [bf16|f16|fully_shard]
+        (bf16/f16: forward under autocast; fully_shard: that parallel style)
 """
 
 import sys
@@ -20,14 +21,17 @@ def main():
     world = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     model, opt, loss_fn = train_check.setup(case)
 
-    kind = sys.argv[3] if len(sys.argv) > 3 else None
+    option = sys.argv[3] if len(sys.argv) > 3 else None
+    fully_shard = option == "fully_shard"
+    kind = None if fully_shard else option
     train_step = train_check.make_step(loss_fn, kind)
     x, y = train_check.data(case, torch.Generator().manual_seed(1))
     local = train_check.GLOBAL_BATCH // world
     traced = _trace.trace(train_step, (model, opt, x[:local], y[:local]), {},
                           world, spmd.Shard(0))
     imported = _importer.import_graph(traced.graph, _program.CALLEE)
-    print(_program.build(traced, imported, world).text)
+    print(_program.build(traced, imported, world,
+                         fully_shard=fully_shard).text)
 
 
 if __name__ == "__main__":

@@ -555,6 +555,43 @@ def make_step(loss_fn, kind=None):
     return train_step
 
 
+def full_state_diffs(model, opt, ref_model, ref_opt):
+    """Max |difference| per tensor between a fully sharded model's and
+    optimizer's whole state (spmd.full_state_dict) and eager's."""
+    full, ofull = spmd.full_state_dict(model, opt)
+    diffs = {}
+    for k, v in ref_model.state_dict().items():
+        if tuple(full[k].shape) != tuple(v.shape):
+            raise SystemExit(f"full_state_dict: {k} has shape "
+                             f"{list(full[k].shape)}, eager {list(v.shape)}")
+        diffs[k] = (full[k].double() - v.double()).abs().max().item()
+    for i, st in ref_opt.state_dict()["state"].items():
+        for k, v in st.items():
+            if isinstance(v, torch.Tensor):
+                diffs[f"optimizer.{i}.{k}"] = (
+                    ofull["state"][i][k].double() - v.double()
+                ).abs().max().item()
+    return diffs
+
+
+def report_state_bytes(model, opt, ref_model, ref_opt, rank):
+    """Parameters + optimizer state this rank holds, against one whole
+    copy (what every rank holds when replicated)."""
+    def size(m, o):
+        total = sum(p.numel() * p.element_size() for p in m.parameters())
+        for st in o.state.values():
+            total += sum(v.numel() * v.element_size() for v in st.values()
+                         if isinstance(v, torch.Tensor) and v.dim() >= 1)
+        return total
+    mine = torch.tensor([size(model, opt)], dtype=torch.float64)
+    whole = size(ref_model, ref_opt)
+    # The largest rank's share.
+    most = spmd._runtime.all_ranks_max(int(mine.item()))
+    if rank == 0:
+        print(f"state per rank: at most {most} of {whole} bytes "
+              f"({most / whole:.3f} of replicated)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("case")
@@ -563,6 +600,11 @@ def main():
     parser.add_argument("--autocast", choices=["bf16", "f16"],
                         help="mixed precision: forward and loss under "
                         "torch.autocast, compiled and eager alike")
+    parser.add_argument("--parallel-style", default="replicate",
+                        choices=["replicate", "fully_shard"],
+                        help="spmd.DataParallel(parallel_style=...); "
+                        "fully_shard compares spmd.full_state_dict with "
+                        "eager's state dicts")
     args = parser.parse_args()
     if args.case == "dropout":
         raise SystemExit("the dropout case draws its own masks; compare it "
@@ -571,7 +613,10 @@ def main():
     model, opt, loss_fn = setup(args.case)
     ref_model, ref_opt, _ = setup(args.case)  # same seed: same parameters
 
-    train_step = spmd.compile()(make_step(loss_fn, args.autocast))
+    mode = spmd.DataParallel(parallel_style=args.parallel_style)
+    sharded = args.parallel_style == "fully_shard"
+    train_step = spmd.compile(parallel_mode=mode)(
+        make_step(loss_fn, args.autocast))
     # After every step: the case's scheduler (or manual changes), on both
     # optimizers alike.
     after_step = []
@@ -613,14 +658,17 @@ def main():
         loss = train_step(model, opt, xs, ys)
         ref = eager_step(x, y)
         diffs = {"loss": (loss - ref).abs().max().item()}
-        for (n, p), rp in zip(model.named_parameters(),
+        if sharded:
+            diffs.update(full_state_diffs(model, opt, ref_model, ref_opt))
+        for (n, p), rp in zip([] if sharded else model.named_parameters(),
                               ref_model.parameters()):
             diffs[n] = (p.detach() - rp.detach()).abs().max().item()
             st, rst = opt.state[p], ref_opt.state[rp]
             for k in rst:
                 if isinstance(rst[k], torch.Tensor):
                     diffs[f"{n}.{k}"] = (st[k] - rst[k]).abs().max().item()
-        for (n, b), rb in zip(model.named_buffers(), ref_model.buffers()):
+        for (n, b), rb in zip([] if sharded else model.named_buffers(),
+                              ref_model.buffers()):
             diffs[n] = (b.double() - rb.double()).abs().max().item()
         name, diff = max(diffs.items(), key=lambda kv: kv[1])
         worst = max(worst, diff)
@@ -636,7 +684,8 @@ def main():
         # own (eval() keys another program).
         model.eval()
         ref_model.eval()
-        evaluate = spmd.compile()(lambda model, x: model(x))
+        evaluate = spmd.compile(parallel_mode=mode)(
+            lambda model, x: model(x))
         x, _ = data(args.case, gen)
         local = GLOBAL_BATCH // world
         got = evaluate(model, x[rank * local:(rank + 1) * local])
@@ -655,6 +704,9 @@ def main():
             print(f"programs compiled: {len(train_step.cache)}")
         if args.autocast:
             print(f"autocast {args.autocast}")
+    if sharded:
+        report_state_bytes(model, opt, ref_model, ref_opt, rank)
+    if rank == 0:
         print(f"{args.case}: {'OK' if ok else 'MISMATCH'} max deviation "
               f"{worst:.1e} over {args.steps} steps on {world} ranks")
     sys.exit(0 if ok else 1)
