@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Sharded training's memory and speed: spmd.compile replicate vs
+fully_shard, next to PyTorch's DDP and FSDP2 (torch.distributed.fsdp.
+fully_shard), all on gloo / MPI, one thread per rank, in one run.
+
+The model is state-heavy: LAYERS Linear(WIDTH, WIDTH) (+ ReLU) and AdamW,
+so parameters + gradients + optimizer state dominate memory. Per mode and
+rank count it prints:
+  * state per rank: parameters + optimizer state this rank holds after the
+    steps (spmd: the program's state buffers; torch: the local tensors of
+    parameters and optimizer state), against one replicated copy;
+  * peak RSS per rank (VmHWM), and the steady step median.
+The target (issue #15): fully_shard's state per rank <= 1/N of replicate's
++ 10%; its step time <= FSDP2's.
+
+    python3 bench/fsdp.py [--ranks 2 4] [--layers 8] [--width 2048]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def peak_rss_mib():
+    status = open("/proc/self/status").read()
+    return int(status.split("VmHWM:")[1].split()[0]) // 1024
+
+
+def train_step(model, opt, x, y):
+    import torch
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+def local_state_bytes(model, opt):
+    import torch
+    total = 0
+    for p in model.parameters():
+        t = p.to_local() if hasattr(p, "to_local") else p
+        total += t.numel() * t.element_size()
+    for st in opt.state.values():
+        for v in st.values():
+            if isinstance(v, torch.Tensor) and v.dim() >= 1:
+                v = v.to_local() if hasattr(v, "to_local") else v
+                total += v.numel() * v.element_size()
+    return total
+
+
+def worker(args):
+    import torch
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(args.layers):
+        layers += [torch.nn.Linear(args.width, args.width), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1])
+    replicated_bytes = 3 * sum(p.numel() * 4 for p in model.parameters())
+    step = train_step
+    if args.worker.startswith("spmd"):
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import spmd
+        world, rank = spmd.world_size(), spmd.rank()
+        style = args.worker.split("-", 1)[1]
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        step = spmd.compile(parallel_mode=spmd.DataParallel(
+            parallel_style=style))(train_step)
+    else:
+        import torch.distributed as dist
+        rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+        world = int(os.environ["OMPI_COMM_WORLD_SIZE"])
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        if args.worker == "ddp":
+            model = torch.nn.parallel.DistributedDataParallel(model)
+        else:
+            from torch.distributed.fsdp import fully_shard
+            for layer in model:
+                if isinstance(layer, torch.nn.Linear):
+                    fully_shard(layer)
+            fully_shard(model)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(args.batch, args.width, generator=gen)
+    y = torch.randn(args.batch, args.width, generator=gen)
+    rows = args.batch // world
+    x, y = x[rank * rows:(rank + 1) * rows], y[rank * rows:(rank + 1) * rows]
+    times = []
+    for _ in range(args.warmup + args.steps):
+        t0 = time.perf_counter()
+        float(step(model, opt, x, y))
+        times.append(time.perf_counter() - t0)
+    result = dict(rank=rank, median=statistics.median(times[args.warmup:]),
+                  rss=peak_rss_mib(), state=local_state_bytes(model, opt),
+                  replicated=replicated_bytes)
+    with open(f"{args.out}.{rank}", "w") as f:
+        json.dump(result, f)
+
+
+def launch(mode, ranks, args, tmp):
+    out = os.path.join(tmp, f"{mode}-{ranks}")
+    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np",
+           str(ranks), sys.executable, os.path.abspath(__file__),
+           "--worker", mode, "--out", out, "--layers", str(args.layers),
+           "--width", str(args.width), "--batch", str(args.batch),
+           "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(29500 + ranks), OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                          timeout=3600)
+    if proc.returncode != 0:
+        sys.exit(f"{mode} on {ranks} ranks failed:\n{proc.stdout}\n"
+                 f"{proc.stderr}")
+    return [json.load(open(f"{out}.{r}")) for r in range(ranks)]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--worker")
+    parser.add_argument("--out")
+    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--width", type=int, default=2048)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args)
+    modes = ["spmd-replicate", "spmd-fully_shard", "ddp", "fsdp2"]
+    mib = 1 << 20
+    print(f"{args.layers} x Linear({args.width}, {args.width}) + AdamW, "
+          f"global batch {args.batch}, 1 thread per rank")
+    with tempfile.TemporaryDirectory() as tmp:
+        for ranks in args.ranks:
+            runs = {m: launch(m, ranks, args, tmp) for m in modes}
+            whole = runs["spmd-replicate"][0]["replicated"]
+            print(f"\n## {ranks} ranks (parameters + AdamW state, one copy: "
+                  f"{whole / mib:.1f} MiB; 1/N: {whole / ranks / mib:.1f} "
+                  f"MiB)")
+            print("| mode | state per rank MiB (max) | of replicated | peak "
+                  "RSS MiB per rank | steady step ms (median, slowest rank) |")
+            print("|---|---|---|---|---|")
+            for m in modes:
+                rs = runs[m]
+                state = max(r["state"] for r in rs)
+                print(f"| {m} | {state / mib:.1f} | {state / whole:.3f} | "
+                      f"{', '.join(str(r['rss']) for r in rs)} | "
+                      f"{max(r['median'] for r in rs) * 1e3:.1f} |")
+            t = {m: max(r["median"] for r in runs[m]) for m in modes}
+            print(f"ratios: fully_shard / FSDP2 "
+                  f"{t['spmd-fully_shard'] / t['fsdp2']:.2f}, replicate / "
+                  f"DDP {t['spmd-replicate'] / t['ddp']:.2f} (targets <= 1.0)"
+                  f"; fully_shard state / replicate state "
+                  f"{max(r['state'] for r in runs['spmd-fully_shard']) / max(r['state'] for r in runs['spmd-replicate']):.3f}"
+                  f" (target <= {1 / ranks * 1.1:.3f})")
+
+
+if __name__ == "__main__":
+    main()
