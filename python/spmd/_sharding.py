@@ -34,19 +34,23 @@ def storage_rows(n: int, world: int) -> int:
     return -(-n // world) if n else 0
 
 
-def claim(model, style: str):
-    """Records that `model`'s programs use `style`; a model keeps one."""
+def check_style(model, style: str):
+    """Raises when `model` already runs programs of another style (a model
+    keeps one: its tensors are whole or chunks)."""
     info = _MODELS.get(model)
-    if info is None:
-        _MODELS[model] = {"style": style, "shapes": {}}
-        return
-    if info["style"] != style:
+    if info is not None and info["style"] != style:
         raise UnsupportedError(
             f"spmd.compile: this model is already compiled with "
             f"parallel_style={info['style']!r}; a step with "
             f"parallel_style={style!r} cannot share its parameters",
             hint="compile every step of one model with the same "
             "DataParallel(parallel_style=...)")
+
+
+def claim(model, style: str):
+    """Records that `model`'s programs use `style`."""
+    check_style(model, style)
+    _MODELS.setdefault(model, {"style": style, "shapes": {}})
 
 
 def sharded_shapes(model) -> Dict[str, tuple]:

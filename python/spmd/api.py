@@ -13,7 +13,7 @@ from torch.nn.utils._named_member_accessor import NamedMemberAccessor
 from torch.utils import _pytree as pytree
 
 from . import (_import_cache, _profile, _program, _progress, _runtime,
-               _toolchain, _trace)
+               _sharding, _toolchain, _trace)
 from ._errors import UnsupportedError
 from ._executable import Executable
 from .placement import Placement, Shard
@@ -264,6 +264,8 @@ class CompiledStep:
                 self.replaced:
             _apply_replacements(model, self.overrides)
             self.replaced.add(id(model))
+        if model is not None:
+            _sharding.check_style(model, self.parallel.parallel_style)
         with _progress.phase("trace (make_fx)"):
             traced = _trace.trace(self.fn, args, kwargs, world,
                                   self.parallel.input_placement)

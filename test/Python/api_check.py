@@ -131,8 +131,34 @@ def main():
     except spmd.UnsupportedError as err:
         mismatch = str(err).splitlines()[0][:72]
 
+    # Parallel modes: bad options are errors at once; a model compiled
+    # fully_shard cannot be driven by a replicated step (its parameters are
+    # chunks).
+    errors = []
+    for make in (lambda: spmd.DataParallel(parallel_style="zero"),
+                 lambda: spmd.compile(parallel_mode=spmd.DataParallel(),
+                                      parallel=spmd.DataParallel()),
+                 lambda: spmd.compile(parallel_mode="fully_shard")):
+        try:
+            make()
+            errors.append("accepted?!")
+        except (TypeError, ValueError) as err:
+            errors.append(type(err).__name__)
+    sharded, sharded_opt = build(TorchScale())
+    fsdp = spmd.compile(parallel_mode=spmd.DataParallel(
+        parallel_style="fully_shard"))(step_fn)
+    args = (torch.randn(local, 6), spmd.override_placement(
+        gain.clone(), spmd.Replicate()), torch.randn(local, 3))
+    fsdp(sharded, sharded_opt, *args)
+    try:
+        spmd.compile()(step_fn)(sharded, sharded_opt, *args)
+        errors.append("mixed styles compiled?!")
+    except spmd.UnsupportedError as err:
+        errors.append(str(err).splitlines()[0][:80])
+
     text = override.transformed or ""
     if rank == 0:
+        print(f"parallel mode errors: {'; '.join(errors)}")
         print(f"replacement saw: {', '.join(override.seen)}")
         print("transform saw: train_step "
               f"{'func.func @train_step' in text}, adam {'spmd.adam' in text}"

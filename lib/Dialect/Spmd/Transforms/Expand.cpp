@@ -213,8 +213,8 @@ LogicalResult Expander::storeUnevenState(StoreOp store) {
   if (type.hasStaticShape())
     return success();
   Location loc = store.getLoc();
-  auto state =
-      SymbolTable::lookupNearestSymbolFrom<StateOp>(store, store.getStateAttr());
+  auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+      store, store.getStateAttr());
   RankedTensorType storage = stateStorageType(
       state.getTensorType(), type, state.getSpec()->getPlacements(), mesh);
   b.setInsertionPoint(store);
@@ -222,9 +222,8 @@ LogicalResult Expander::storeUnevenState(StoreOp store) {
   SmallVector<OpFoldResult> high(low);
   for (int64_t d = 0; d < type.getRank(); ++d)
     if (type.isDynamicDim(d))
-      high[d] = arith::SubIOp::create(
-                    b, loc, index(storage.getDimSize(d), loc),
-                    tensor::DimOp::create(b, loc, v, d))
+      high[d] = arith::SubIOp::create(b, loc, index(storage.getDimSize(d), loc),
+                                      tensor::DimOp::create(b, loc, v, d))
                     .getResult();
   Value zero =
       arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
@@ -842,8 +841,7 @@ LogicalResult Expander::run() {
       Placements want = state && state.getSpec()
                             ? Placements(state.getSpec()->getPlacements())
                             : getReplicated(ctx, rank);
-      if (failed(setOperand(op, 0, want)) ||
-          failed(storeUnevenState(store)))
+      if (failed(setOperand(op, 0, want)) || failed(storeUnevenState(store)))
         return failure();
       continue;
     }
