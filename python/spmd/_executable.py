@@ -25,7 +25,7 @@ _OWNER = weakref.WeakKeyDictionary()
 
 class Executable:
     def __init__(self, library, traced: Traced, program: Program,
-                 random=None, parallel_style="replicate"):
+                 random=None, style="DataParallel('replicate')"):
         self.traced = traced
         self.program = program
         # The step's random stream (api._RandomStream): seed, next offset.
@@ -38,10 +38,9 @@ class Executable:
         nargs = sum(3 + 2 * len(i.local_shape) for i in traced.inputs)
         self.entry.argtypes = [ctypes.c_int64] * nargs
         self.lib.spmd_register_state()
-        _sharding.claim(traced.model, parallel_style)
+        _sharding.claim(traced.model, style, program.mesh)
         self.states = {s.name: s for s in program.states}
         self.views = {}
-        world, rank = _runtime.world_size(), _runtime.rank()
         for s in program.states:
             if not s.sharded:
                 self.views[s.name] = _runtime.bind(
@@ -49,20 +48,20 @@ class Executable:
                     DTYPE_CODE[s.dtype])
                 continue
             # Every rank's buffer holds the largest chunk; this rank's
-            # chunk is its first rows (torch.chunk sizes).
+            # chunk is its leading part (torch.chunk sizes).
             storage = _runtime.bind(
                 program.prefix + s.name,
-                (_sharding.storage_rows(s.shape[0], world), *s.shape[1:]),
+                _sharding.storage_shape(s.shape, s.layout, program.mesh),
                 s.dtype, DTYPE_CODE[s.dtype])
-            self.views[s.name] = storage[:_sharding.chunk(s.shape[0], world,
-                                                          rank)[1]]
+            self.views[s.name] = _sharding.local_view(
+                storage, s.shape, s.layout, program.mesh)
         # As DDP at construction: every rank starts from rank 0's model and
         # optimizer state (replicated state must be equal everywhere; a
         # whole tensor of a sharded state is broadcast before each rank
         # takes its chunk), and from rank 0's random seed.
         self._adopt_state(agree=True)
         _sharding.mark_sharded(traced.model, {
-            s.name: s.shape for s in program.states
+            s.name: (s.shape, s.layout) for s in program.states
             if s.sharded and s.role == "param"})
         _OWNER[traced.model] = self
         if program.rng_state:
@@ -102,7 +101,8 @@ class Executable:
             if self.agree and tuple(source.shape) == info.shape:
                 source = source.detach().clone().contiguous()
                 _runtime.broadcast_(source, DTYPE_CODE[info.dtype])
-            source = _sharding.take_chunk(source, info.shape, name)
+            source = _sharding.take_chunk(source, info.shape, info.layout,
+                                          self.program.mesh, name)
         self.views[name].copy_(source)
 
     def _adopt_sgd(self, st, n, gi, names):

@@ -50,8 +50,13 @@ class StateInfo:
     shape: tuple  # global
     dtype: torch.dtype
     role: str
-    # Sharded on dimension 0 over the ranks (fully_shard), else replicated.
-    sharded: bool = False
+    # Per mesh axis, the dimension it splits (None: replicated along it);
+    # empty: replicated.
+    layout: tuple = ()
+
+    @property
+    def sharded(self) -> bool:
+        return any(d is not None for d in self.layout)
 
 
 @dataclass
@@ -69,6 +74,8 @@ class Program:
     rng_state: str = ""
     # Before every state name in the module and the runtime's registry.
     prefix: str = ""
+    # The mesh's shape (the job's ranks, row-major).
+    mesh: tuple = ()
 
 
 class _Writer:
@@ -84,18 +91,29 @@ class _Writer:
         self.lines.append("    " + line)
 
 
+def _spec(layout) -> str:
+    return "<@world, [" + ", ".join(
+        "replicate" if d is None else f"shard<{d}>" for d in layout) + "]>"
+
+
 def build(traced: Traced, imported: str, world: int, prefix: str = "",
-          index: int = 0, fully_shard: bool = False) -> Program:
+          index: int = 0, mesh: tuple = None, layouts: dict = None,
+          gather_first_axis: bool = False) -> Program:
     """`prefix` goes before every state's symbol (the runtime's registry is
     one per process: two models' `fc.weight` must not meet); `index` makes
     the returned values' names unique per compiled program.
 
-    fully_shard: parameters of rank >= 1 and their optimizer state are
-    `shard<0>` states; each load of such a parameter is redistributed to
-    replicated before the step uses it (FSDP's all-gather: the compiler
-    keeps the batch split instead of moving activations), and the optimizer
-    updates the sharded load, so the gradients are reduce-scattered."""
-    program = Program("", prefix=prefix)
+    mesh: the mesh's shape (default `(world,)`); the inputs are split over
+    its first axis. layouts: {parameter FQN: layout} (per mesh axis, the
+    dimension it splits or None): those parameters and their optimizer
+    state are sharded states. gather_first_axis (fully_shard): each load of
+    a parameter the first axis splits is redistributed to replicated along
+    it before the step uses it (FSDP's all-gather: the compiler keeps the
+    batch split instead of moving activations), and the optimizer updates
+    the sharded load, so the gradients are reduce-scattered."""
+    mesh = tuple(mesh or (world,))
+    layouts = layouts or {}
+    program = Program("", prefix=prefix, mesh=mesh)
     graph_out = [n for n in traced.graph.graph.nodes if n.op == "output"][0]
     out_vals = [a.meta["val"] for a in graph_out.args[0]]
     placeholders = [n for n in traced.graph.graph.nodes
@@ -107,29 +125,29 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
     params = {n: _GlobalShape(p, _sharding.global_shape(traced.model, n, p))
               for n, p in traced.model.named_parameters()}
     buffers = dict(traced.model.named_buffers())
-    decls = ["  spmd.mesh @world(shape = %d)" % world]
-    sharded = {n for n in traced.param_names
-               if fully_shard and len(params[n].shape) >= 1}
+    decls = ["  spmd.mesh @world(shape = %s)" % "x".join(map(str, mesh))]
+    sharded = {n: layouts[n] for n in traced.param_names if n in layouts}
 
-    def state(name, shape, dtype, role, shard=False):
+    def state(name, shape, dtype, role, layout=()):
         program.states.append(StateInfo(name, tuple(shape), dtype, role,
-                                        shard))
-        spec = " spec = <@world, [shard<0>]>" if shard else ""
+                                        tuple(layout)))
+        spec = f" spec = {_spec(layout)}" if layout else ""
         decls.append(f'  spmd.state @"{name}" : {tensor_type(shape, dtype)}'
                      f" role = {role}{spec}")
 
     for n in traced.param_names:
-        state(n, params[n].shape, params[n].dtype, "param", n in sharded)
+        state(n, params[n].shape, params[n].dtype, "param",
+              sharded.get(n, ()))
     for n in traced.buffer_names:
         state(n, buffers[n].shape, buffers[n].dtype, "buffer")
 
     w = _Writer()
     args = []
     for i, info in enumerate(traced.inputs):
-        spec = (f"shard<{info.placement.dim}>"
-                if isinstance(info.placement, Shard) else "replicate")
+        layout = [info.placement.dim if isinstance(info.placement, Shard)
+                  else None] + [None] * (len(mesh) - 1)
         args.append(f"%in{i}: {tensor_type(info.global_shape, info.dtype)} "
-                    f"{{spmd.spec = #spmd.spec<@world, [{spec}]>}}")
+                    f"{{spmd.spec = #spmd.spec{_spec(layout)}}}")
     values = {}
     for n in traced.param_names + traced.buffer_names:
         t = params.get(n, buffers.get(n))
@@ -137,11 +155,15 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
         w.emit(f'{v} = spmd.load @"{n}" : {tensor_type(t.shape, t.dtype)}')
         values[n] = v
     gathered = dict(values)
-    for n in (n for n in traced.param_names if n in sharded):
+    for n in traced.param_names:
+        layout = sharded.get(n)
+        if not gather_first_axis or not layout or layout[0] is None:
+            continue
         t = params[n]
         v = w.fresh("g")
-        w.emit(f"{v} = spmd.redistribute {values[n]} to <@world, "
-               f"[replicate]> : {tensor_type(t.shape, t.dtype)}")
+        w.emit(f"{v} = spmd.redistribute {values[n]} to "
+               f"{_spec((None,) + tuple(layout[1:]))} : "
+               f"{tensor_type(t.shape, t.dtype)}")
         gathered[n] = v
     operands = [gathered[n]
                 for n in traced.param_names + traced.buffer_names]
@@ -237,7 +259,7 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
         out = []
         for n, t in zip(names, types):
             state(f"{n}.{suffix}", params[n].shape, params[n].dtype,
-                  "optimizer_state", n in sharded)
+                  "optimizer_state", sharded.get(n, ()))
             v = w.fresh("o")
             w.emit(f'{v} = spmd.load @"{n}.{suffix}" : {t}')
             out.append(v)

@@ -1,15 +1,23 @@
-"""Fully sharded models (DataParallel(parallel_style="fully_shard")).
+"""Sharded models: fully_shard (FSDP) and tensor parallelism.
 
-A model becomes sharded when its first fully_shard program loads: from then
-on every parameter of rank >= 1 (and its optimizer state) holds this rank's
-chunk of dimension 0, sized as `torch.chunk` splits it over the ranks
-(chunks of ceil(n / world) rows, trailing ranks smaller or empty), and is a
-view of the program's buffer. Buffers (BatchNorm statistics) and scalar
-parameters stay replicated. This module remembers each sharded model's global
-shapes (the tracer and later programs need them) and gathers / scatters whole
-tensors for checkpoints.
+A compiled step runs on a mesh of the job's ranks: `(world,)` for
+DataParallel, `(world // tp_size, tp_size)` for TensorParallel (rank r at
+`(r // tp_size, r % tp_size)`, row-major as the runtime's groups). A
+tensor's *layout* says, per mesh axis, which dimension that axis splits
+(None: replicated along it). Splits follow `torch.chunk` (chunks of
+ceil(n / k), trailing ranks smaller or empty); two axes on one dimension
+split it in axis order.
+
+A model becomes sharded when its first program with sharded parameters
+loads: from then on each such parameter (and its optimizer state) holds
+this rank's chunk and is a view of the program's buffer, which holds the
+largest chunk on every rank (`spmd-expand`'s storage of uneven state).
+This module remembers each sharded model's global shapes and layouts (the
+tracer and later programs need them) and gathers / cuts whole tensors for
+checkpoints.
 """
 
+import math
 import weakref
 from typing import Dict, Optional, Tuple
 
@@ -18,101 +26,138 @@ import torch
 from . import _runtime
 from ._errors import UnsupportedError
 
-# model -> {"style": "replicate" | "fully_shard", "shapes": {fqn: shape}}
+# model -> {"style": str, "mesh": tuple, "params": {fqn: (shape, layout)}}
 _MODELS = weakref.WeakKeyDictionary()
 
 
-def chunk(n: int, world: int, rank: int) -> Tuple[int, int]:
-    """(start, length) of `rank`'s rows of `n` rows, as torch.chunk."""
-    c = -(-n // world) if n else 0
-    start = min(n, rank * c)
-    return start, max(0, min(c, n - rank * c))
+def is_sharded(layout) -> bool:
+    return any(d is not None for d in layout)
 
 
-def storage_rows(n: int, world: int) -> int:
-    """Rows every rank's buffer holds: the largest chunk."""
-    return -(-n // world) if n else 0
+def coords(rank: int, mesh) -> tuple:
+    """`rank`'s coordinates on `mesh` (row-major)."""
+    out = []
+    for n in reversed(mesh):
+        out.append(rank % n)
+        rank //= n
+    return tuple(reversed(out))
+
+
+def box(shape, layout, mesh, at) -> Tuple[list, list]:
+    """(starts, sizes) per dimension of the chunk of the rank at
+    coordinates `at`."""
+    starts, sizes = [0] * len(shape), list(shape)
+    for axis, dim in enumerate(layout):
+        if dim is None:
+            continue
+        n, size = mesh[axis], sizes[dim]
+        c = -(-size // n) if size else 0
+        starts[dim] += min(size, at[axis] * c)
+        sizes[dim] = max(0, min(c, size - at[axis] * c))
+    return starts, sizes
+
+
+def storage_shape(shape, layout, mesh) -> tuple:
+    """What every rank's buffer holds: the largest chunk."""
+    sizes = list(shape)
+    for axis, dim in enumerate(layout):
+        if dim is not None and sizes[dim]:
+            sizes[dim] = -(-sizes[dim] // mesh[axis])
+    return tuple(sizes)
+
+
+def local_view(storage: torch.Tensor, shape, layout, mesh) -> torch.Tensor:
+    """This rank's chunk: the leading part of its (padded) buffer."""
+    _, sizes = box(shape, layout, mesh, coords(_runtime.rank(), mesh))
+    return storage[tuple(slice(0, s) for s in sizes)]
 
 
 def check_style(model, style: str):
-    """Raises when `model` already runs programs of another style (a model
-    keeps one: its tensors are whole or chunks)."""
+    """Raises when `model` already runs programs of another parallelism (a
+    model keeps one: its tensors are whole or chunks of one layout)."""
     info = _MODELS.get(model)
     if info is not None and info["style"] != style:
         raise UnsupportedError(
             f"spmd.compile: this model is already compiled with "
-            f"parallel_style={info['style']!r}; a step with "
-            f"parallel_style={style!r} cannot share its parameters",
+            f"{info['style']}; a step with {style} cannot share its "
+            "parameters",
             hint="compile every step of one model with the same "
-            "DataParallel(parallel_style=...)")
+            "parallel_mode")
 
 
-def claim(model, style: str):
-    """Records that `model`'s programs use `style`."""
+def claim(model, style: str, mesh):
+    """Records that `model`'s programs use `style` on `mesh`."""
     check_style(model, style)
-    _MODELS.setdefault(model, {"style": style, "shapes": {}})
+    _MODELS.setdefault(model, {"style": style, "mesh": tuple(mesh),
+                               "params": {}})
 
 
-def sharded_shapes(model) -> Dict[str, tuple]:
-    """{FQN: global shape} of `model`'s sharded parameters (empty when the
-    model is not sharded)."""
+def sharded_params(model) -> Dict[str, tuple]:
+    """{FQN: (global shape, layout)} of `model`'s sharded parameters."""
     info = _MODELS.get(model)
-    return info["shapes"] if info else {}
+    return info["params"] if info else {}
 
 
 def global_shape(model, fqn: str, tensor: torch.Tensor) -> tuple:
-    return sharded_shapes(model).get(fqn, tuple(tensor.shape))
+    entry = sharded_params(model).get(fqn)
+    return entry[0] if entry else tuple(tensor.shape)
 
 
-def mark_sharded(model, shapes: Dict[str, tuple]):
-    """Records `model`'s sharded parameters {FQN: global shape} (their
-    tensors are chunks from now on) and, the first time, lets
+def mark_sharded(model, params: Dict[str, tuple]):
+    """Records `model`'s sharded parameters {FQN: (global shape, layout)}
+    (their tensors are chunks from now on) and, the first time, lets
     `model.load_state_dict` take whole tensors."""
-    if not shapes:
+    if not params:
         return
     info = _MODELS[model]
-    if not info["shapes"]:
+    if not info["params"]:
         _install_load_hook(model)
-    info["shapes"].update(shapes)
+    info["params"].update(params)
 
 
-def take_chunk(source: torch.Tensor, shape, name: str) -> torch.Tensor:
-    """This rank's rows of `source` when it has the global `shape`, or
+def take_chunk(source: torch.Tensor, shape, layout, mesh,
+               name: str) -> torch.Tensor:
+    """This rank's chunk of `source` when it has the global `shape`, or
     `source` itself when it already is this rank's chunk."""
-    world, rank = _runtime.world_size(), _runtime.rank()
-    start, length = chunk(shape[0], world, rank)
+    starts, sizes = box(shape, layout, mesh, coords(_runtime.rank(), mesh))
     if tuple(source.shape) == tuple(shape):
-        return source[start:start + length]
-    local = (length, *shape[1:])
-    if tuple(source.shape) == local:
+        return source[tuple(slice(a, a + s) for a, s in zip(starts, sizes))]
+    if tuple(source.shape) == tuple(sizes):
         return source
     raise UnsupportedError(
-        f"spmd.compile: {name} has shape {list(source.shape)}; a fully "
-        f"sharded tensor of global shape {list(shape)} takes the whole "
-        f"tensor or this rank's chunk {list(local)}")
+        f"spmd.compile: {name} has shape {list(source.shape)}; a sharded "
+        f"tensor of global shape {list(shape)} takes the whole tensor or "
+        f"this rank's chunk {sizes}")
 
 
-def gather(local: torch.Tensor, shape) -> torch.Tensor:
+def gather(local: torch.Tensor, shape, layout, mesh) -> torch.Tensor:
     """The whole tensor of global `shape` from every rank's chunk (a
-    collective: every rank calls it, in the same order)."""
+    collective over the job: every rank calls it, in the same order)."""
     from ._program import DTYPE_CODE
-    rows = storage_rows(shape[0], _runtime.world_size())
-    padded = torch.zeros((rows, *shape[1:]), dtype=local.dtype)
-    padded[:local.shape[0]] = local
-    out = torch.empty((rows * _runtime.world_size(), *shape[1:]),
-                      dtype=local.dtype)
-    _runtime.all_gather_(out, padded, DTYPE_CODE[local.dtype])
-    # Rank r's chunk starts at row r * rows, as torch.chunk's does: the
-    # first n rows are the tensor.
-    return out[:shape[0]].clone()
+    world = _runtime.world_size()
+    padded_shape = storage_shape(shape, layout, mesh)
+    padded = torch.zeros(padded_shape, dtype=local.dtype)
+    padded[tuple(slice(0, s) for s in local.shape)] = local
+    flat = padded.reshape(1, -1)
+    out = torch.empty((world, flat.shape[1]), dtype=local.dtype)
+    _runtime.all_gather_(out, flat, DTYPE_CODE[local.dtype])
+    whole = torch.empty(shape, dtype=local.dtype)
+    for rank in range(world):
+        starts, sizes = box(shape, layout, mesh, coords(rank, mesh))
+        if math.prod(sizes) == 0:
+            continue
+        part = out[rank].reshape(padded_shape)[
+            tuple(slice(0, s) for s in sizes)]
+        whole[tuple(slice(a, a + s) for a, s in zip(starts, sizes))] = part
+    return whole
 
 
 def _sharded_keys(model, prefix=""):
-    """{state_dict key: global shape} of the sharded parameters (a tied
-    parameter under each of its names)."""
-    shapes = sharded_shapes(model)
-    by_id = {id(p): shapes[fqn] for fqn, p in model.named_parameters()
-             if fqn in shapes}
+    """{state_dict key: (global shape, layout)} of the sharded parameters
+    (a tied parameter under each of its names)."""
+    params = sharded_params(model)
+    by_id = {id(p): params[fqn] for fqn, p in model.named_parameters()
+             if fqn in params}
     return {prefix + key: by_id[id(v)]
             for key, v in model.state_dict(keep_vars=True).items()
             if id(v) in by_id}
@@ -122,25 +167,26 @@ def full_state_dict(model: torch.nn.Module,
                     optimizer: Optional[torch.optim.Optimizer] = None):
     """`model.state_dict()` with whole tensors, and with an optimizer
     `(model_state, optimizer_state)` where the optimizer's state tensors are
-    whole too. A collective on a fully sharded model: every rank calls it
-    (and gets the whole tensors); on other models the plain state dicts."""
+    whole too. A collective on a sharded model: every rank calls it (and
+    gets the whole tensors); on other models, copies of the state dicts."""
+    mesh = _MODELS[model]["mesh"] if model in _MODELS else ()
     keys = _sharded_keys(model)
     state = {}
     for key, value in model.state_dict().items():
-        shape = keys.get(key)
-        state[key] = gather(value, shape) if shape else value.clone()
+        entry = keys.get(key)
+        state[key] = gather(value, *entry, mesh) if entry else value.clone()
     if optimizer is None:
         return state
-    shapes = sharded_shapes(model)
-    by_id = {id(p): shapes[fqn] for fqn, p in model.named_parameters()
-             if fqn in shapes}
+    params = sharded_params(model)
+    by_id = {id(p): params[fqn] for fqn, p in model.named_parameters()
+             if fqn in params}
     osd = optimizer.state_dict()
-    params = [p for g in optimizer.param_groups for p in g["params"]]
+    order = [p for g in optimizer.param_groups for p in g["params"]]
     full = {}
     for index, entries in osd["state"].items():
-        shape = by_id.get(id(params[index]))
+        entry = by_id.get(id(order[index]))
         full[index] = {
-            k: (gather(v, shape) if shape is not None
+            k: (gather(v, *entry, mesh) if entry is not None
                 and isinstance(v, torch.Tensor) and v.dim() >= 1
                 else (v.clone() if isinstance(v, torch.Tensor) else v))
             for k, v in entries.items()}
@@ -157,10 +203,11 @@ def _install_load_hook(model):
         owner = ref()
         if owner is None:
             return
-        for key, shape in _sharded_keys(owner, prefix).items():
+        mesh = _MODELS[owner]["mesh"]
+        for key, (shape, layout) in _sharded_keys(owner, prefix).items():
             value = state_dict.get(key)
             if isinstance(value, torch.Tensor) and \
                     tuple(value.shape) == tuple(shape):
-                state_dict[key] = take_chunk(value, shape, key)
+                state_dict[key] = take_chunk(value, shape, layout, mesh, key)
 
     model._register_load_state_dict_pre_hook(cut)

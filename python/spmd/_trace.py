@@ -357,6 +357,8 @@ def _compiling():
 
 
 def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
+    """`world`: the ranks the batch is split over (the data-parallel axis
+    of the mesh)."""
     leaves, spec = pytree.tree_flatten((args, kwargs))
     model, optimizer = _find_model_and_optimizer(leaves)
 
@@ -472,7 +474,8 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
 
     # A fully sharded model's parameters are this rank's chunks: the step is
     # traced over their global shapes (only shapes matter to make_fx).
-    shapes = _sharding.sharded_shapes(model)
+    shapes = {n: shape for n, (shape, _) in
+              _sharding.sharded_params(model).items()}
     params = [(torch.empty(shapes[n], dtype=named_params[n].dtype)
                if n in shapes else named_params[n].detach().clone())
               .requires_grad_(named_params[n].requires_grad)

@@ -5,7 +5,7 @@ import hashlib
 import itertools
 import weakref
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
 import torch
@@ -87,6 +87,106 @@ class DataParallel:
     @property
     def fully_shard(self) -> bool:
         return self.parallel_style == "fully_shard"
+
+
+class ColwiseParallel:
+    """A tensor-parallel plan entry (torch.distributed.tensor.parallel's
+    semantics): an nn.Linear's weight and bias sharded on the output
+    features (weight dimension 0), an nn.Embedding's weight on the embedding
+    dimension (1), over the tensor-parallel mesh axis."""
+
+    def __repr__(self):
+        return "ColwiseParallel()"
+
+
+class RowwiseParallel:
+    """A tensor-parallel plan entry: an nn.Linear's weight sharded on the
+    input features (dimension 1), its bias replicated; an nn.Embedding's
+    weight on the vocabulary (dimension 0)."""
+
+    def __repr__(self):
+        return "RowwiseParallel()"
+
+
+@dataclass(frozen=True)
+class TensorParallel:
+    """Tensor parallelism on a `(world // tp_size) x tp_size` mesh (rank r
+    at `(r // tp_size, r % tp_size)`), data parallelism on its first axis.
+
+    plan: {module FQN: ColwiseParallel() | RowwiseParallel()}; the planned
+    modules' parameters (and optimizer state) are sharded over the second
+    axis; spmd-distribute places the activations between them (Colwise then
+    Rowwise: the hidden activations stay sharded and one all-reduce sums the
+    Rowwise output). The ranks of one tensor-parallel group pass the same
+    local batch (split over the first axis on data_parallel's
+    input_batch_dim). data_parallel: DataParallel("fully_shard") also shards
+    every parameter's dimension 0 over the first axis (FSDP x TP)."""
+    plan: dict
+    tp_size: int
+    data_parallel: DataParallel = field(default_factory=DataParallel)
+
+    def __post_init__(self):
+        if not isinstance(self.tp_size, int) or self.tp_size < 1:
+            raise ValueError("TensorParallel(tp_size=...) must be an int "
+                             ">= 1")
+        for fqn, style in self.plan.items():
+            if not isinstance(style, (ColwiseParallel, RowwiseParallel)):
+                raise TypeError(
+                    f"TensorParallel plan[{fqn!r}] must be "
+                    "spmd.ColwiseParallel() or spmd.RowwiseParallel(), got "
+                    f"{type(style).__name__}")
+
+    @property
+    def parallel_style(self):
+        return self.data_parallel.parallel_style
+
+
+def _layouts(parallel, model, world):
+    """The mesh, a name of the parallelism (one per model), and
+    {parameter FQN: layout} (per mesh axis, the dimension it splits or
+    None) of the sharded parameters."""
+    params = dict(model.named_parameters()) if model is not None else {}
+    if isinstance(parallel, DataParallel):
+        mesh = (world,)
+        layouts = {n: (0,) for n, p in params.items()
+                   if parallel.fully_shard and p.dim() >= 1}
+        return mesh, f"DataParallel({parallel.parallel_style!r})", layouts
+    tp = parallel.tp_size
+    if world % tp:
+        raise UnsupportedError(
+            f"spmd.compile: TensorParallel(tp_size={tp}) on {world} ranks: "
+            "the ranks do not divide into groups of tp_size",
+            hint="launch a multiple of tp_size ranks")
+    mesh = (world // tp, tp)
+    layouts = {}
+    for fqn, style in parallel.plan.items():
+        try:
+            module = model.get_submodule(fqn)
+        except AttributeError:
+            raise UnsupportedError(
+                f"spmd.compile: TensorParallel plan names {fqn!r}, which is "
+                "not a submodule of the model") from None
+        colwise = isinstance(style, ColwiseParallel)
+        if isinstance(module, torch.nn.Linear):
+            dims = {"weight": 0 if colwise else 1,
+                    "bias": 0 if colwise else None}
+        elif isinstance(module, torch.nn.Embedding):
+            dims = {"weight": 1 if colwise else 0}
+        else:
+            raise UnsupportedError(
+                f"spmd.compile: TensorParallel plan[{fqn!r}] is a "
+                f"{type(module).__name__}; Colwise/RowwiseParallel apply to "
+                "nn.Linear and nn.Embedding")
+        for leaf, dim in dims.items():
+            if getattr(module, leaf, None) is not None and dim is not None:
+                layouts[f"{fqn}.{leaf}" if fqn else leaf] = (None, dim)
+    if parallel.data_parallel.fully_shard:
+        for n, p in params.items():
+            if p.dim() >= 1:
+                layouts[n] = (0, layouts.get(n, (None, None))[1])
+    name = (f"TensorParallel(tp_size={tp}, plan={dict(parallel.plan)}, "
+            f"{parallel.parallel_style!r})")
+    return mesh, name, layouts
 
 
 def _bucket_bytes(parallel: DataParallel) -> int:
@@ -198,6 +298,9 @@ class CompiledStep:
         self.overrides = list(module_override or [])
         self.passes = passes
         self.parallel = parallel or DataParallel()
+        self.data_parallel = parallel.data_parallel if isinstance(
+            parallel, TensorParallel) else self.parallel
+        self.style = None
         self.cache = {}
         self.replaced = set()
         # {phase: seconds} of the last compile (also on each Executable).
@@ -239,7 +342,7 @@ class CompiledStep:
             error = err
         _runtime.agree_on_failure(error)
         pipeline = _toolchain.pipeline(
-            self.passes, bucket_bytes=_bucket_bytes(self.parallel))
+            self.passes, bucket_bytes=_bucket_bytes(self.data_parallel))
         # Rank 0 builds; the others wait for its verdict (an error on rank 0
         # must not leave them blocked in the next collective). A rank that
         # does not share rank 0's cache (another node) then builds too.
@@ -252,7 +355,7 @@ class CompiledStep:
             self.random = _RandomStream()
         with _progress.phase("load"):
             return Executable(library, traced, program, self.random,
-                              self.parallel.parallel_style)
+                              self.style)
 
     def _trace(self, args, kwargs):
         """The traced step and its global program (this rank's work)."""
@@ -264,19 +367,22 @@ class CompiledStep:
                 self.replaced:
             _apply_replacements(model, self.overrides)
             self.replaced.add(id(model))
+        mesh, self.style, layouts = _layouts(self.parallel, model, world)
         if model is not None:
-            _sharding.check_style(model, self.parallel.parallel_style)
+            _sharding.check_style(model, self.style)
         with _progress.phase("trace (make_fx)"):
-            traced = _trace.trace(self.fn, args, kwargs, world,
-                                  self.parallel.input_placement)
+            traced = _trace.trace(self.fn, args, kwargs, mesh[0],
+                                  self.data_parallel.input_placement)
         with _progress.phase("import (torch-mlir)"):
             imported = _import_cache.import_graph(traced.graph,
                                                   _program.CALLEE)
         with _progress.phase("global program"):
             program = _program.build(traced, imported, world,
                                      prefix=_model_prefix(traced.model),
-                                     index=next(_PROGRAMS),
-                                     fully_shard=self.parallel.fully_shard)
+                                     index=next(_PROGRAMS), mesh=mesh,
+                                     layouts=layouts,
+                                     gather_first_axis=self.data_parallel
+                                     .fully_shard)
             for override in self.overrides:
                 program.text = override.transform(program.text)
         return traced, program
@@ -327,7 +433,7 @@ def compile(module_override: Optional[List[Override]] = None,
         transforms). passes: extra spmd-opt passes run on the global program
         before distribution (pipeline syntax, e.g. "canonicalize,cse").
     parallel_mode (or its alias `parallel`): a DataParallel (default:
-        replicate, inputs Shard(0)).
+        replicate, inputs Shard(0)) or a TensorParallel.
     gm_transformation: a function applied to the traced FX GraphModule is
         not supported (the graph is compiled by MLIR passes instead): pass
         `passes` or an Override.transform.
@@ -342,9 +448,11 @@ def compile(module_override: Optional[List[Override]] = None,
         raise TypeError("spmd.compile: pass parallel_mode= or its alias "
                         "parallel=, not both")
     mode = parallel_mode if parallel_mode is not None else parallel
-    if mode is not None and not isinstance(mode, DataParallel):
+    if mode is not None and not isinstance(mode, (DataParallel,
+                                                  TensorParallel)):
         raise TypeError("spmd.compile: parallel_mode must be an "
-                        f"spmd.DataParallel, got {type(mode).__name__}")
+                        "spmd.DataParallel or spmd.TensorParallel, got "
+                        f"{type(mode).__name__}")
 
     def wrap(fn):
         return CompiledStep(fn, module_override, passes, mode)

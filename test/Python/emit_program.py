@@ -12,7 +12,7 @@ import sys
 import torch
 
 import spmd
-from spmd import _importer, _program, _trace
+from spmd import _importer, _program, _trace, api
 import train_check
 
 
@@ -30,8 +30,11 @@ def main():
     traced = _trace.trace(train_step, (model, opt, x[:local], y[:local]), {},
                           world, spmd.Shard(0))
     imported = _importer.import_graph(traced.graph, _program.CALLEE)
-    print(_program.build(traced, imported, world,
-                         fully_shard=fully_shard).text)
+    mesh, _, layouts = api._layouts(spmd.DataParallel(
+        parallel_style="fully_shard" if fully_shard else "replicate"),
+        model, world)
+    print(_program.build(traced, imported, world, mesh=mesh, layouts=layouts,
+                         gather_first_axis=fully_shard).text)
 
 
 if __name__ == "__main__":
