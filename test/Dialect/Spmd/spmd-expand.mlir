@@ -429,3 +429,18 @@ func.func @captured_sharded(%ids: tensor<4xi64> {spmd.spec = #spmd.spec<@dp, [sh
   } -> tensor<4x4xf32>
   return %r : tensor<4x4xf32>
 }
+
+// -----
+
+// On a mesh axis of one rank every placement is the whole value: changing
+// it moves nothing (no gather along the other axis and re-slice).
+spmd.mesh @m(shape = 1x2)
+// CHECK-LABEL: func.func @unit_axis
+// CHECK-SAME: (%[[X:.*]]: tensor<4x4xf32>
+// CHECK-NOT: spmd.all_gather
+// CHECK-NOT: spmd.local_slice
+// CHECK: return %[[X]] : tensor<4x4xf32>
+func.func @unit_axis(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>, shard<0>]>}) -> (tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [replicate, shard<0>]>}) {
+  %y = spmd.redistribute %x to <@m, [replicate, shard<0>]> : tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}

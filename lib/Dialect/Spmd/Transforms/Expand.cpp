@@ -408,6 +408,13 @@ FailureOr<Value> Expander::materialize(Operation *def, RankedTensorType global,
 FailureOr<Value> Expander::redistribute(Value value, RankedTensorType global,
                                         Placements from, Placements to,
                                         Location loc) {
+  // On a mesh axis of one rank every placement is the whole value (a shard
+  // is everything, a Partial sums one term): nothing to move there. Left
+  // as they were, a change on such an axis between two shards of one
+  // dimension would gather and re-slice along the other axis.
+  for (unsigned a = 0; a < rank; ++a)
+    if (mesh.getShape()[a] == 1)
+      from[a] = to[a] = ReplicateAttr::get(ctx);
   if (from == to && !isFlexibleOp(value.getDefiningOp()))
     return value;
   auto key = std::make_pair(value, Attribute(SpecAttr::get(ctx, meshRef, to)));
