@@ -136,6 +136,8 @@ def main():
     # chunks).
     errors = []
     for make in (lambda: spmd.DataParallel(parallel_style="zero"),
+                 lambda: spmd.TensorParallel({"fc1": "colwise"}, tp_size=2),
+                 lambda: spmd.TensorParallel({}, tp_size=0),
                  lambda: spmd.compile(parallel_mode=spmd.DataParallel(),
                                       parallel=spmd.DataParallel()),
                  lambda: spmd.compile(parallel_mode="fully_shard")):
@@ -144,6 +146,18 @@ def main():
             errors.append("accepted?!")
         except (TypeError, ValueError) as err:
             errors.append(type(err).__name__)
+    for plan in ({"nope": spmd.ColwiseParallel()},
+                 {"scale": spmd.RowwiseParallel()}):
+        tp_model, tp_opt = build(TorchScale())
+        try:
+            spmd.compile(parallel_mode=spmd.TensorParallel(plan, tp_size=2))(
+                step_fn)(tp_model, tp_opt, torch.randn(local, 6),
+                         spmd.override_placement(gain.clone(),
+                                                 spmd.Replicate()),
+                         torch.randn(local, 3))
+            errors.append("bad plan compiled?!")
+        except spmd.UnsupportedError as err:
+            errors.append(str(err).splitlines()[0][14:60].strip())
     sharded, sharded_opt = build(TorchScale())
     fsdp = spmd.compile(parallel_mode=spmd.DataParallel(
         parallel_style="fully_shard"))(step_fn)
