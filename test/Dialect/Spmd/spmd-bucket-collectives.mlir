@@ -95,3 +95,47 @@ func.func @first_budget(%g1: tensor<12xf32>, %g2: tensor<20xf32>, %g3: tensor<20
   %r3 = spmd.wait %f3 : !spmd.future<tensor<20xf32>>
   return %r1, %r2, %r3 : tensor<12xf32>, tensor<20xf32>, tensor<20xf32>
 }
+
+// -----
+
+// FSDP's collectives on dimension 0 over 2 ranks: two gradients'
+// reduce-scatters (8x4 -> 4x4, 6 -> 3) become one on a [2, 16 + 3] layout
+// (rank r's chunks in row r), and two parameters' all-gathers (4x4 -> 8x4,
+// 3 -> 6) one on [1, 19] -> [2, 19]; each result is cut back out. A
+// reduce_scatter on dimension 1 is not a member.
+// CHECK-LABEL: func.func @fsdp
+// CHECK: %[[RE:.*]] = tensor.empty() : tensor<2x19xf32>
+// CHECK: %[[G1:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [2, 16] : tensor<32xf32> into tensor<2x16xf32>
+// CHECK: %[[RB1:.*]] = tensor.insert_slice %[[G1]] into %[[RE]][0, 0] [2, 16] [1, 1]
+// CHECK: %[[G2:.*]] = tensor.expand_shape %arg1 {{\[}}[0, 1]] output_shape [2, 3] : tensor<6xf32> into tensor<2x3xf32>
+// CHECK: %[[RB2:.*]] = tensor.insert_slice %[[G2]] into %[[RB1]][0, 16] [2, 3] [1, 1]
+// CHECK: %[[RF:.*]] = spmd.reduce_scatter %[[RB2]] on @dp axes = [0] sum scatter_dim = 0 : tensor<2x19xf32> -> !spmd.future<tensor<1x19xf32>>
+// CHECK: spmd.reduce_scatter %arg4 on @dp axes = [0] sum scatter_dim = 1
+// CHECK: %[[AE:.*]] = tensor.empty() : tensor<1x19xf32>
+// CHECK: %[[AF:.*]] = spmd.all_gather %{{.*}} on @dp axes = [0] gather_dim = 0 : tensor<1x19xf32> -> !spmd.future<tensor<2x19xf32>>
+// CHECK: %[[R:.*]] = spmd.wait %[[RF]] : !spmd.future<tensor<1x19xf32>>
+// CHECK: %[[R1:.*]] = tensor.extract_slice %[[R]][0, 0] [1, 16] [1, 1]
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [4, 4] : tensor<16xf32> into tensor<4x4xf32>
+// CHECK: tensor.extract_slice %[[R]][0, 16] [1, 3] [1, 1]
+// CHECK: %[[A:.*]] = spmd.wait %[[AF]] : !spmd.future<tensor<2x19xf32>>
+// CHECK: tensor.extract_slice %[[A]][0, 0] [2, 16] [1, 1]
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [8, 4] : tensor<32xf32> into tensor<8x4xf32>
+// CHECK: tensor.extract_slice %[[A]][0, 16] [2, 3] [1, 1]
+// OFF-LABEL: func.func @fsdp
+// OFF-COUNT-3: spmd.reduce_scatter %arg
+// OFF-COUNT-2: spmd.all_gather %arg
+spmd.mesh @dp(shape = 2)
+func.func @fsdp(%g1: tensor<8x4xf32>, %g2: tensor<6xf32>, %p1: tensor<4x4xf32>, %p2: tensor<3xf32>, %h: tensor<2x4xf32>)
+    -> (tensor<4x4xf32>, tensor<3xf32>, tensor<8x4xf32>, tensor<6xf32>, tensor<2x2xf32>) {
+  %r1 = spmd.reduce_scatter %g1 on @dp axes = [0] sum scatter_dim = 0 : tensor<8x4xf32> -> !spmd.future<tensor<4x4xf32>>
+  %r2 = spmd.reduce_scatter %g2 on @dp axes = [0] sum scatter_dim = 0 : tensor<6xf32> -> !spmd.future<tensor<3xf32>>
+  %r3 = spmd.reduce_scatter %h on @dp axes = [0] sum scatter_dim = 1 : tensor<2x4xf32> -> !spmd.future<tensor<2x2xf32>>
+  %a1 = spmd.all_gather %p1 on @dp axes = [0] gather_dim = 0 : tensor<4x4xf32> -> !spmd.future<tensor<8x4xf32>>
+  %a2 = spmd.all_gather %p2 on @dp axes = [0] gather_dim = 0 : tensor<3xf32> -> !spmd.future<tensor<6xf32>>
+  %w1 = spmd.wait %r1 : !spmd.future<tensor<4x4xf32>>
+  %w2 = spmd.wait %r2 : !spmd.future<tensor<3xf32>>
+  %w3 = spmd.wait %r3 : !spmd.future<tensor<2x2xf32>>
+  %w4 = spmd.wait %a1 : !spmd.future<tensor<8x4xf32>>
+  %w5 = spmd.wait %a2 : !spmd.future<tensor<6xf32>>
+  return %w1, %w2, %w4, %w5, %w3 : tensor<4x4xf32>, tensor<3xf32>, tensor<8x4xf32>, tensor<6xf32>, tensor<2x2xf32>
+}

@@ -1,12 +1,13 @@
-//===- BucketCollectives.cpp - few large all-reduces, not many small ------===//
+//===- BucketCollectives.cpp - few large collectives, not many small ------===//
 //
 // After spmd-overlap-collectives every gradient's all-reduce starts as soon
 // as the gradient exists: one collective call (a launch, a network round
 // trip) per parameter. DDP puts gradients in buckets of ~25 MiB and reduces
 // each bucket once; this pass does the same to the program: independent
-// asynchronous all-reduces of one mesh, axes, kind and element type, in the
-// order their inputs become ready, are concatenated into a flat tensor by a
-// byte budget, reduced once, and the results cut back out.
+// asynchronous collectives of one kind, mesh, axes, reduction and element
+// type — all-reduces, and FSDP's reduce-scatters and all-gathers on
+// dimension 0 — in the order they start, are concatenated by a byte budget,
+// run once, and the results cut back out.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,124 +27,206 @@ using namespace mlir::spmd;
 
 namespace {
 
-/// An asynchronous all_reduce of one static tensor whose future one wait in
-/// the same block reads.
+/// An asynchronous collective of one static tensor whose future one wait in
+/// the same block reads: an all_reduce, a reduce_scatter on dimension 0 or
+/// an all_gather on dimension 0 (FSDP's gradients and parameters: each
+/// rank's chunk is one contiguous run of the row-major buffer).
 struct Member {
-  AllReduceOp start;
+  Operation *start;
   WaitOp wait;
-  RankedTensorType type;
+  RankedTensorType type;   // the input
+  RankedTensorType result; // the waited value
   int64_t bytes;
 };
 
-std::optional<Member> asMember(AllReduceOp op) {
-  if (op.getInputs().size() != 1 || op->getNumResults() != 1 ||
-      !isa<FutureType>(op->getResult(0).getType()))
+std::optional<Member> asMember(Operation *op) {
+  if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    if (scatter.getScatterDim() != 0)
+      return std::nullopt;
+  } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    if (gather.getGatherDim() != 0)
+      return std::nullopt;
+  } else if (!isa<AllReduceOp>(op)) {
     return std::nullopt;
-  auto type = dyn_cast<RankedTensorType>(op.getInputs()[0].getType());
-  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+  }
+  if (op->getNumOperands() != 1 || op->getNumResults() != 1)
     return std::nullopt;
-  Value future = op->getResult(0);
-  if (!future.hasOneUse())
+  auto future = dyn_cast<FutureType>(op->getResult(0).getType());
+  auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  if (!future || !type || !type.hasStaticShape() ||
+      !type.getElementType().isIntOrFloat())
     return std::nullopt;
-  auto wait = dyn_cast<WaitOp>(*future.getUsers().begin());
+  auto result = dyn_cast<RankedTensorType>(future.getValueType());
+  if (!result || !result.hasStaticShape())
+    return std::nullopt;
+  Value handle = op->getResult(0);
+  if (!handle.hasOneUse())
+    return std::nullopt;
+  auto wait = dyn_cast<WaitOp>(*handle.getUsers().begin());
   if (!wait || wait->getBlock() != op->getBlock() ||
       wait.getFutures().size() != 1)
     return std::nullopt;
   int64_t bytes =
       type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
-  return Member{op, wait, type, bytes};
+  return Member{op, wait, type, result, bytes};
 }
 
-/// Which all-reduces may share a bucket.
+/// Which collectives may share a bucket.
 struct Key {
+  OperationName name;
   StringRef mesh;
   SmallVector<int64_t> axes;
-  ReductionKind kind;
+  std::optional<ReductionKind> kind;
   Type element;
   bool operator==(const Key &o) const {
-    return mesh == o.mesh && axes == o.axes && kind == o.kind &&
-           element == o.element;
+    return name == o.name && mesh == o.mesh && axes == o.axes &&
+           kind == o.kind && element == o.element;
   }
 };
 
-Key keyOf(const Member &m) {
-  AllReduceOp op = m.start;
-  return {op.getMesh(), SmallVector<int64_t>(op.getAxes()), op.getKind(),
-          m.type.getElementType()};
+/// `fn` applied to `op` as the collective it is (a Member's start).
+template <typename Fn> auto onCollective(Operation *op, Fn fn) {
+  if (auto reduce = dyn_cast<AllReduceOp>(op))
+    return fn(reduce);
+  if (auto scatter = dyn_cast<ReduceScatterOp>(op))
+    return fn(scatter);
+  return fn(cast<AllGatherOp>(op));
 }
 
-/// One all-reduce of the members' inputs, flattened and concatenated, where
-/// the last one started; its wait where the first member was waited for,
-/// each member's result cut back out of it.
-void emitBucket(MutableArrayRef<Member> members) {
-  AllReduceOp last = members.back().start;
-  OpBuilder b(last);
-  Location loc = last.getLoc();
-  Type element = members.front().type.getElementType();
-  int64_t total = 0;
-  for (Member &m : members)
-    total += m.type.getNumElements();
-  auto flatType = RankedTensorType::get({total}, element);
-  auto flatOf = [&](OpBuilder &ob, Value v, RankedTensorType type) -> Value {
-    auto oneD = RankedTensorType::get({type.getNumElements()}, element);
-    if (type.getRank() == 1)
-      return v;
-    if (type.getRank() == 0)
-      return tensor::ExpandShapeOp::create(ob, loc, oneD, v,
-                                           ArrayRef<ReassociationIndices>{});
-    ReassociationIndices all;
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      all.push_back(d);
-    return tensor::CollapseShapeOp::create(ob, loc, oneD, v,
-                                           ArrayRef<ReassociationIndices>{all});
+Key keyOf(const Member &m) {
+  Operation *op = m.start;
+  std::optional<ReductionKind> kind;
+  if (auto reduce = dyn_cast<AllReduceOp>(op))
+    kind = reduce.getKind();
+  if (auto scatter = dyn_cast<ReduceScatterOp>(op))
+    kind = scatter.getKind();
+  return onCollective(op, [&](auto c) {
+    return Key{op->getName(), c.getMesh(), SmallVector<int64_t>(c.getAxes()),
+               kind, m.type.getElementType()};
+  });
+}
+
+/// `v` of static type `from` as the same elements, row-major, in `to`.
+Value reshape(OpBuilder &b, Location loc, Value v, RankedTensorType from,
+              RankedTensorType to) {
+  if (from.getShape() == to.getShape())
+    return v;
+  auto flat =
+      RankedTensorType::get({from.getNumElements()}, from.getElementType());
+  auto all = [](int64_t rank) {
+    ReassociationIndices dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(d);
+    return SmallVector<ReassociationIndices>(rank ? 1 : 0, dims);
   };
-  Value flat = tensor::EmptyOp::create(b, loc, flatType.getShape(), element);
+  if (from.getRank() != 1)
+    v = from.getRank() == 0
+            ? tensor::ExpandShapeOp::create(b, loc, flat, v, all(0)).getResult()
+            : tensor::CollapseShapeOp::create(b, loc, flat, v,
+                                              all(from.getRank()))
+                  .getResult();
+  if (to.getRank() == 1)
+    return v;
+  if (to.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, to, v, all(0));
+  return tensor::ExpandShapeOp::create(b, loc, to, v, all(to.getRank()));
+}
+
+/// One collective of the members' inputs, concatenated, where the last one
+/// started; its wait where the first member was waited for, each member's
+/// result cut back out of it. All-reduces concatenate flat inputs. A
+/// reduce_scatter or all_gather over n ranks lays each member out as
+/// [n, m] (rank r's chunk in row r) and concatenates along dimension 1, so
+/// one collective on dimension 0 moves every member's chunk to its rank.
+void emitBucket(MutableArrayRef<Member> members) {
+  Operation *last = members.back().start;
+  OpBuilder b(last);
+  Location loc = last->getLoc();
+  MLIRContext *ctx = b.getContext();
+  Type element = members.front().type.getElementType();
+  // Rows of the concatenated input and of the collective's result.
+  int64_t inRows = 1, outRows = 1;
+  if (isa<ReduceScatterOp>(last))
+    inRows = members.front().type.getDimSize(0) /
+             members.front().result.getDimSize(0);
+  if (isa<AllGatherOp>(last))
+    outRows = members.front().result.getDimSize(0) /
+              members.front().type.getDimSize(0);
+  // All-reduces concatenate flat vectors; the others [rows, columns].
+  bool flat = isa<AllReduceOp>(last);
+  auto shaped = [&](int64_t rows, int64_t columns) {
+    return flat ? RankedTensorType::get({columns}, element)
+                : RankedTensorType::get({rows, columns}, element);
+  };
+  auto layout = [&](const Member &m, int64_t rows) {
+    return shaped(rows, m.type.getNumElements() / inRows);
+  };
+  auto index = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
+  // Offsets, sizes and strides of columns [offset, offset + n) of all rows.
+  auto columnsOf = [&](int64_t rows, int64_t offset, int64_t n) {
+    using Mixed = SmallVector<OpFoldResult>;
+    if (flat)
+      return std::make_tuple(Mixed{index(offset)}, Mixed{index(n)},
+                             Mixed{index(1)});
+    return std::make_tuple(Mixed{index(0), index(offset)},
+                           Mixed{index(rows), index(n)},
+                           Mixed{index(1), index(1)});
+  };
+  int64_t columns = 0;
+  for (Member &m : members)
+    columns += m.type.getNumElements() / inRows;
+  RankedTensorType inType = shaped(inRows, columns);
+  RankedTensorType outType = shaped(outRows, columns);
+  Value concat = tensor::EmptyOp::create(b, loc, inType.getShape(), element);
   int64_t offset = 0;
   for (Member &m : members) {
-    Value piece = flatOf(b, m.start.getInputs()[0], m.type);
-    int64_t n = m.type.getNumElements();
-    flat = tensor::InsertSliceOp::create(
-        b, loc, piece, flat, ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(n)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    RankedTensorType pieceType = layout(m, inRows);
+    int64_t n = pieceType.getShape().back();
+    Value piece = reshape(b, loc, m.start->getOperand(0), m.type, pieceType);
+    auto [offsets, sizes, strides] = columnsOf(inRows, offset, n);
+    concat = tensor::InsertSliceOp::create(b, loc, piece, concat, offsets,
+                                           sizes, strides);
     offset += n;
   }
-  Value future =
-      AllReduceOp::create(b, loc,
-                          TypeRange{FutureType::get(b.getContext(), flatType)},
-                          ValueRange{flat}, last.getMeshAttr(),
-                          last.getAxesAttr(), last.getKindAttr())
-          .getResult(0);
+  FlatSymbolRefAttr mesh =
+      onCollective(last, [](auto c) { return c.getMeshAttr(); });
+  DenseI64ArrayAttr axes =
+      onCollective(last, [](auto c) { return c.getAxesAttr(); });
+  Type futureType = FutureType::get(ctx, outType);
+  Value future;
+  if (auto reduce = dyn_cast<AllReduceOp>(last))
+    future =
+        AllReduceOp::create(b, loc, TypeRange{futureType}, ValueRange{concat},
+                            mesh, axes, reduce.getKindAttr())
+            .getResult(0);
+  else if (auto scatter = dyn_cast<ReduceScatterOp>(last))
+    future = ReduceScatterOp::create(
+                 b, loc, TypeRange{futureType}, ValueRange{concat}, mesh, axes,
+                 scatter.getKindAttr(), b.getI64IntegerAttr(0))
+                 .getResult(0);
+  else
+    future =
+        AllGatherOp::create(b, loc, TypeRange{futureType}, ValueRange{concat},
+                            mesh, axes, b.getI64IntegerAttr(0))
+            .getResult(0);
   // The first wait of the members.
   WaitOp first = members.front().wait;
   for (Member &m : members)
     if (m.wait->isBeforeInBlock(first))
       first = m.wait;
   b.setInsertionPoint(first);
-  Value reduced =
-      WaitOp::create(b, loc, TypeRange{flatType}, ValueRange{future})
-          .getResult(0);
+  Value done = WaitOp::create(b, loc, TypeRange{outType}, ValueRange{future})
+                   .getResult(0);
   offset = 0;
   for (Member &m : members) {
-    int64_t n = m.type.getNumElements();
-    auto oneD = RankedTensorType::get({n}, element);
-    Value piece = tensor::ExtractSliceOp::create(
-        b, loc, oneD, reduced, ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(n)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    RankedTensorType pieceType = layout(m, outRows);
+    int64_t n = pieceType.getShape().back();
+    auto [offsets, sizes, strides] = columnsOf(outRows, offset, n);
+    Value piece = tensor::ExtractSliceOp::create(b, loc, pieceType, done,
+                                                 offsets, sizes, strides);
     offset += n;
-    Value result = piece;
-    if (m.type.getRank() == 0) {
-      result = tensor::CollapseShapeOp::create(
-          b, loc, m.type, piece, ArrayRef<ReassociationIndices>{});
-    } else if (m.type.getRank() > 1) {
-      ReassociationIndices all;
-      for (int64_t d = 0; d < m.type.getRank(); ++d)
-        all.push_back(d);
-      result = tensor::ExpandShapeOp::create(
-          b, loc, m.type, piece, ArrayRef<ReassociationIndices>{all});
-    }
-    m.wait.getResult(0).replaceAllUsesWith(result);
+    m.wait.getResult(0).replaceAllUsesWith(
+        reshape(b, loc, piece, pieceType, m.result));
   }
   for (Member &m : members) {
     m.wait->erase();
@@ -180,12 +263,10 @@ struct SpmdBucketCollectivesPass
       bucket.firstOfKey = false;
     };
     for (Operation &op : block) {
-      auto reduce = dyn_cast<AllReduceOp>(op);
-      if (!reduce)
-        continue;
-      std::optional<Member> member = asMember(reduce);
+      std::optional<Member> member = asMember(&op);
       if (!member)
         continue;
+      Operation *start = &op;
       Key key = keyOf(*member);
       auto it = llvm::find_if(open, [&](Open &o) { return o.key == key; });
       if (it == open.end()) {
@@ -200,7 +281,7 @@ struct SpmdBucketCollectivesPass
       // The bucket starts where its last member would: every member's
       // result must still be unused there (no cycle).
       bool waitsAfter = llvm::all_of(bucket.members, [&](Member &m) {
-        return reduce->isBeforeInBlock(m.wait);
+        return start->isBeforeInBlock(m.wait);
       });
       if (!bucket.members.empty() &&
           (!waitsAfter || bucket.bytes + member->bytes > budget()))
