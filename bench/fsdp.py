@@ -17,6 +17,8 @@ The target (issue #15): fully_shard's state per rank <= 1/N of replicate's
 """
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import statistics
@@ -56,8 +58,17 @@ def local_state_bytes(model, opt):
     return total
 
 
+def collective_calls(explanation):
+    """{kind: calls per step} of a step's local program."""
+    counts = {}
+    for c in explanation.collectives:
+        counts[c["op"]] = counts.get(c["op"], 0) + 1
+    return counts
+
+
 def worker(args):
     import torch
+    calls = {}
     torch.set_num_threads(1)
     torch.manual_seed(0)
     layers = []
@@ -74,12 +85,29 @@ def worker(args):
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         step = spmd.compile(parallel_mode=spmd.DataParallel(
             parallel_style=style))(train_step)
+        # Collective calls per step, bucketed (the default) and not: the
+        # local program has no loops, so its collectives are the calls.
+        unbucketed = spmd.compile(parallel_mode=spmd.DataParallel(
+            parallel_style=style, bucket_cap_mb=0))(train_step)
+        calls = {}
+        for name, s in (("bucketed", step), ("unbucketed", unbucketed)):
+            with contextlib.redirect_stdout(io.StringIO()):
+                calls[name] = collective_calls(spmd.explain(
+                    s, model, opt, torch.zeros(args.batch // world,
+                                               args.width),
+                    torch.zeros(args.batch // world, args.width)))
     else:
         import torch.distributed as dist
         rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
         world = int(os.environ["OMPI_COMM_WORLD_SIZE"])
         dist.init_process_group("gloo", rank=rank, world_size=world)
         if args.worker == "ddp":
+            # DDP's gradient buckets (first 1 MiB, then 25 MiB, in reverse
+            # parameter order): its all-reduce calls per step.
+            params = list(reversed(list(model.parameters())))
+            buckets, _ = dist._compute_bucket_assignment_by_size(
+                params, [dist._DEFAULT_FIRST_BUCKET_BYTES, 25 * 1024 * 1024])
+            calls = {"bucketed": {"all_reduce": len(buckets)}}
             model = torch.nn.parallel.DistributedDataParallel(model)
         else:
             from torch.distributed.fsdp import fully_shard
@@ -100,7 +128,7 @@ def worker(args):
         times.append(time.perf_counter() - t0)
     result = dict(rank=rank, median=statistics.median(times[args.warmup:]),
                   rss=peak_rss_mib(), state=local_state_bytes(model, opt),
-                  replicated=replicated_bytes)
+                  replicated=replicated_bytes, calls=calls)
     with open(f"{args.out}.{rank}", "w") as f:
         json.dump(result, f)
 
@@ -148,14 +176,23 @@ def main():
                   f"{whole / mib:.1f} MiB; 1/N: {whole / ranks / mib:.1f} "
                   f"MiB)")
             print("| mode | state per rank MiB (max) | of replicated | peak "
-                  "RSS MiB per rank | steady step ms (median, slowest rank) |")
-            print("|---|---|---|---|---|")
+                  "RSS MiB per rank | steady step ms (median, slowest rank) "
+                  "| collective calls per step (bucketed; unbucketed) |")
+            print("|---|---|---|---|---|---|")
+
+            def show(counts):
+                return ", ".join(f"{n} {k}" for k, n in sorted(
+                    counts.items())) or "-"
             for m in modes:
                 rs = runs[m]
                 state = max(r["state"] for r in rs)
+                calls = rs[0]["calls"]
+                text = show(calls.get("bucketed", {}))
+                if "unbucketed" in calls:
+                    text += "; " + show(calls["unbucketed"])
                 print(f"| {m} | {state / mib:.1f} | {state / whole:.3f} | "
                       f"{', '.join(str(r['rss']) for r in rs)} | "
-                      f"{max(r['median'] for r in rs) * 1e3:.1f} |")
+                      f"{max(r['median'] for r in rs) * 1e3:.1f} | {text} |")
             t = {m: max(r["median"] for r in runs[m]) for m in modes}
             print(f"ratios: fully_shard / FSDP2 "
                   f"{t['spmd-fully_shard'] / t['fsdp2']:.2f}, replicate / "

@@ -123,7 +123,7 @@ def explain(step, *args, **kwargs) -> Explanation:
     with _progress.compiling(log):
         _, program = step._trace(args, kwargs)
         pipeline = _toolchain.pipeline(
-            step.passes, bucket_bytes=_bucket_bytes(step.parallel))
+            step.passes, bucket_bytes=_bucket_bytes(step.data_parallel))
         dump = os.environ.get("SPMD_DUMP")
         where = Path(dump) if dump else Path(
             tempfile.mkdtemp(prefix="spmd-explain-"))
