@@ -14,6 +14,7 @@ The target (issue #15): fully_shard's state per rank <= 1/N of replicate's
 + 10%; its step time <= FSDP2's.
 
     python3 bench/fsdp.py [--ranks 2 4] [--layers 8] [--width 2048]
+    python3 bench/fsdp.py --model gpt-small --batch 16 --ranks 2
 """
 
 import argparse
@@ -58,6 +59,24 @@ def local_state_bytes(model, opt):
     return total
 
 
+def batch(args, torch, world, rank):
+    """This rank's rows of the global batch."""
+    gen = torch.Generator().manual_seed(1)
+    if args.model == "linear":
+        x = torch.randn(args.batch, args.width, generator=gen)
+        y = torch.randn(args.batch, args.width, generator=gen)
+    else:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import gpt
+        cfg = gpt.CONFIGS[args.model.split("-", 1)[1]]
+        x = torch.randint(0, cfg["vocab"], (args.batch, cfg["block"]),
+                          generator=gen)
+        y = torch.randint(0, cfg["vocab"], (args.batch, cfg["block"]),
+                          generator=gen)
+    rows = args.batch // world
+    return x[rank * rows:(rank + 1) * rows], y[rank * rows:(rank + 1) * rows]
+
+
 def collective_calls(explanation):
     """{kind: calls per step} of a step's local program."""
     counts = {}
@@ -71,31 +90,40 @@ def worker(args):
     calls = {}
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    layers = []
-    for _ in range(args.layers):
-        layers += [torch.nn.Linear(args.width, args.width), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1])
-    replicated_bytes = 3 * sum(p.numel() * 4 for p in model.parameters())
     step = train_step
+    if args.model == "linear":
+        layers = []
+        for _ in range(args.layers):
+            layers += [torch.nn.Linear(args.width, args.width),
+                       torch.nn.ReLU()]
+        model = torch.nn.Sequential(*layers[:-1])
+        wrap = [m for m in model if isinstance(m, torch.nn.Linear)]
+    else:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import gpt
+        cfg = gpt.CONFIGS[args.model.split("-", 1)[1]]
+        model = gpt.build_model(cfg)
+        step = gpt.train_step
+        wrap = list(model.blocks)
+    replicated_bytes = 3 * sum(p.numel() * 4 for p in model.parameters())
     if args.worker.startswith("spmd"):
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import spmd
         world, rank = spmd.world_size(), spmd.rank()
         style = args.worker.split("-", 1)[1]
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        body = step
         step = spmd.compile(parallel_mode=spmd.DataParallel(
-            parallel_style=style))(train_step)
+            parallel_style=style))(body)
         # Collective calls per step, bucketed (the default) and not: the
         # local program has no loops, so its collectives are the calls.
         unbucketed = spmd.compile(parallel_mode=spmd.DataParallel(
-            parallel_style=style, bucket_cap_mb=0))(train_step)
+            parallel_style=style, bucket_cap_mb=0))(body)
         calls = {}
         for name, s in (("bucketed", step), ("unbucketed", unbucketed)):
             with contextlib.redirect_stdout(io.StringIO()):
                 calls[name] = collective_calls(spmd.explain(
-                    s, model, opt, torch.zeros(args.batch // world,
-                                               args.width),
-                    torch.zeros(args.batch // world, args.width)))
+                    s, model, opt, *batch(args, torch, world, 0)))
     else:
         import torch.distributed as dist
         rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
@@ -111,16 +139,11 @@ def worker(args):
             model = torch.nn.parallel.DistributedDataParallel(model)
         else:
             from torch.distributed.fsdp import fully_shard
-            for layer in model:
-                if isinstance(layer, torch.nn.Linear):
-                    fully_shard(layer)
+            for layer in wrap:
+                fully_shard(layer)
             fully_shard(model)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    gen = torch.Generator().manual_seed(1)
-    x = torch.randn(args.batch, args.width, generator=gen)
-    y = torch.randn(args.batch, args.width, generator=gen)
-    rows = args.batch // world
-    x, y = x[rank * rows:(rank + 1) * rows], y[rank * rows:(rank + 1) * rows]
+    x, y = batch(args, torch, world, rank)
     times = []
     for _ in range(args.warmup + args.steps):
         t0 = time.perf_counter()
@@ -137,7 +160,8 @@ def launch(mode, ranks, args, tmp):
     out = os.path.join(tmp, f"{mode}-{ranks}")
     cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np",
            str(ranks), sys.executable, os.path.abspath(__file__),
-           "--worker", mode, "--out", out, "--layers", str(args.layers),
+           "--worker", mode, "--out", out, "--model", args.model,
+           "--layers", str(args.layers),
            "--width", str(args.width), "--batch", str(args.batch),
            "--steps", str(args.steps), "--warmup", str(args.warmup)]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
@@ -156,6 +180,10 @@ def main():
     parser.add_argument("--worker")
     parser.add_argument("--out")
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--model", default="linear",
+                        choices=["linear", "gpt-small", "gpt-large"],
+                        help="linear: LAYERS x Linear(WIDTH, WIDTH); gpt-*: "
+                        "bench/gpt.py's model (FSDP2 wraps each block)")
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--width", type=int, default=2048)
     parser.add_argument("--batch", type=int, default=8)
@@ -166,8 +194,9 @@ def main():
         return worker(args)
     modes = ["spmd-replicate", "spmd-fully_shard", "ddp", "fsdp2"]
     mib = 1 << 20
-    print(f"{args.layers} x Linear({args.width}, {args.width}) + AdamW, "
-          f"global batch {args.batch}, 1 thread per rank")
+    what = (f"{args.layers} x Linear({args.width}, {args.width})"
+            if args.model == "linear" else f"bench/gpt.py {args.model}")
+    print(f"{what} + AdamW, global batch {args.batch}, 1 thread per rank")
     with tempfile.TemporaryDirectory() as tmp:
         for ranks in args.ranks:
             runs = {m: launch(m, ranks, args, tmp) for m in modes}

@@ -23,12 +23,12 @@
 // CHECK: %[[R3:.*]] = tensor.collapse_shape %[[P3]] [] : tensor<1xf32> into tensor<f32>
 // CHECK: %[[R4:.*]] = spmd.wait %[[COUNT]]
 // CHECK: return %[[R1]], %[[R2]], %[[R3]], %[[R4]]
-// With a budget of 136 bytes (34 floats): the 8x4 gradient alone, then the
-// other two.
+// With a budget of 136 bytes (34 floats), as DDP: the 8x4 gradient (128
+// bytes) and the 4 (144 >= 136: the bucket closes), then the scalar alone.
 // SMALL-LABEL: func.func @grads
-// SMALL: spmd.all_reduce %arg0 on @dp axes = [0] sum : tensor<8x4xf32>
-// SMALL: tensor.empty() : tensor<5xf32>
-// SMALL: spmd.all_reduce %{{.*}} on @dp axes = [0] sum : tensor<5xf32>
+// SMALL: tensor.empty() : tensor<36xf32>
+// SMALL: spmd.all_reduce %{{.*}} on @dp axes = [0] sum : tensor<36xf32>
+// SMALL: spmd.all_reduce %arg2 on @dp axes = [0] sum : tensor<f32>
 // OFF-LABEL: func.func @grads
 // OFF-COUNT-4: spmd.all_reduce %arg
 spmd.mesh @dp(shape = 2)
@@ -71,18 +71,17 @@ func.func @dependent(%n: tensor<f32>, %x: tensor<f32>, %m: tensor<4xf32>, %t: te
 
 // -----
 
-// The first bucket's small budget (64 bytes) holds only the first gradient
-// (48 bytes; it is reduced alone); the next gradient opens a bucket with the
-// full budget (1024 bytes), so the one after joins it: 80 + 80 bytes, one
-// all-reduce of 40 floats.
+// The first bucket's small budget (64 bytes) closes after the second
+// gradient (48 + 80 >= 64, as DDP); the next one opens a bucket with the
+// full budget (1024 bytes) and is alone in it (reduced by itself).
 // With the default budgets, all three in one bucket.
 // CHECK-LABEL: func.func @first_budget
 // CHECK: spmd.all_reduce %{{.*}} on @dp axes = [0] sum : tensor<52xf32>
 // CHECK-NOT: spmd.all_reduce
 // FIRST-LABEL: func.func @first_budget
-// FIRST: spmd.all_reduce %arg0 on @dp axes = [0] sum : tensor<12xf32>
-// FIRST: tensor.empty() : tensor<40xf32>
-// FIRST: spmd.all_reduce %{{.*}} on @dp axes = [0] sum : tensor<40xf32>
+// FIRST: tensor.empty() : tensor<32xf32>
+// FIRST: spmd.all_reduce %{{.*}} on @dp axes = [0] sum : tensor<32xf32>
+// FIRST: spmd.all_reduce %arg2 on @dp axes = [0] sum : tensor<20xf32>
 // FIRST-NOT: spmd.all_reduce
 spmd.mesh @dp(shape = 2)
 func.func @first_budget(%g1: tensor<12xf32>, %g2: tensor<20xf32>, %g3: tensor<20xf32>)

@@ -283,10 +283,12 @@ struct SpmdBucketCollectivesPass
       bool waitsAfter = llvm::all_of(bucket.members, [&](Member &m) {
         return start->isBeforeInBlock(m.wait);
       });
-      if (!bucket.members.empty() &&
-          (!waitsAfter || bucket.bytes + member->bytes > budget()))
+      if (!bucket.members.empty() && !waitsAfter)
         close(bucket);
-      // (A bucket closed just now: the next one has the full budget.)
+      // As DDP's buckets: a member joins, and the bucket closes once it
+      // holds the budget or more (so a bucket can pass its budget by its
+      // last member; with budgets below the gradients' sizes, DDP's call
+      // count). A bucket closed just now: the next one has the full budget.
       bucket.members.push_back(*member);
       bucket.bytes += member->bytes;
       if (bucket.bytes >= budget())
