@@ -74,56 +74,55 @@ class Executable:
         """Copies the current values in, then points the model and the
         optimizer at the program's buffers. `agree`: whole tensors of
         sharded states are rank 0's (broadcast first)."""
-        self.agree = agree
         model, opt = self.traced.model, self.traced.optimizer
         params = dict(model.named_parameters())
         buffers = dict(model.named_buffers())
         with torch.no_grad():
             for n in self.traced.param_names:
-                self._copy_in(n, params[n].data)
+                self._copy_in(n, params[n].data, agree)
                 params[n].data = self.views[n]
             for n in self.traced.buffer_names:
-                self._copy_in(n, buffers[n])
+                self._copy_in(n, buffers[n], agree)
                 _set_buffer(model, n, self.views[n])
             for kind, names, gi in self.program.groups:
                 for n in names:
                     st = opt.state[params[n]] if params[n] in opt.state else {}
                     if kind == "sgd":
-                        self._adopt_sgd(st, n, gi, names)
+                        self._adopt_sgd(st, n, gi, agree)
                     else:
-                        self._adopt_adam(st, n)
+                        self._adopt_adam(st, n, agree)
 
-    def _copy_in(self, name, source):
+    def _copy_in(self, name, source, agree=False):
         """`source` into the buffer of state `name`: for a sharded state,
         a whole tensor's chunk of this rank, or this rank's chunk itself."""
         info = self.states[name]
         if info.sharded:
-            if self.agree and tuple(source.shape) == info.shape:
+            if agree and tuple(source.shape) == info.shape:
                 source = source.detach().clone().contiguous()
                 _runtime.broadcast_(source, DTYPE_CODE[info.dtype])
             source = _sharding.take_chunk(source, info.shape, info.layout,
                                           self.program.mesh, name)
         self.views[name].copy_(source)
 
-    def _adopt_sgd(self, st, n, gi, names):
+    def _adopt_sgd(self, st, n, gi, agree):
         key = f"{n}.momentum_buffer"
         if key not in self.views:
             return
         buf = st.get("momentum_buffer")
         if buf is not None:
-            self._copy_in(key, buf)
+            self._copy_in(key, buf, agree)
         else:
             self.views[key].zero_()
         step = self.views[f"optimizer.param_groups.{gi}.step"]
         # torch's "buffer is None" test: the group's first step.
         step.fill_(0.0 if buf is None else 1.0)
 
-    def _adopt_adam(self, st, n):
+    def _adopt_adam(self, st, n, agree):
         for suffix in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
             key = f"{n}.{suffix}"
             if key in self.views:
                 if suffix in st:
-                    self._copy_in(key, st[suffix])
+                    self._copy_in(key, st[suffix], agree)
                 else:
                     self.views[key].zero_()
         self.views[f"{n}.step"].fill_(float(st["step"]) if "step" in st
