@@ -149,9 +149,15 @@ def worker(args):
         t0 = time.perf_counter()
         float(step(model, opt, x, y))
         times.append(time.perf_counter() - t0)
+    program_peak = None
+    if args.worker.startswith("spmd"):
+        # The compiled program's own buffers at their peak (its state
+        # aside): gathered parameters, gradients, buckets, activations.
+        program_peak = spmd.memory_stats()["peak_bytes"]
     result = dict(rank=rank, median=statistics.median(times[args.warmup:]),
                   rss=peak_rss_mib(), state=local_state_bytes(model, opt),
-                  replicated=replicated_bytes, calls=calls)
+                  replicated=replicated_bytes, calls=calls,
+                  program_peak=program_peak)
     with open(f"{args.out}.{rank}", "w") as f:
         json.dump(result, f)
 
@@ -205,9 +211,10 @@ def main():
                   f"{whole / mib:.1f} MiB; 1/N: {whole / ranks / mib:.1f} "
                   f"MiB)")
             print("| mode | state per rank MiB (max) | of replicated | peak "
-                  "RSS MiB per rank | steady step ms (median, slowest rank) "
-                  "| collective calls per step (bucketed; unbucketed) |")
-            print("|---|---|---|---|---|---|")
+                  "RSS MiB per rank | program buffers' peak MiB (rank 0) | "
+                  "steady step ms (median, slowest rank) | collective calls "
+                  "per step (bucketed; unbucketed) |")
+            print("|---|---|---|---|---|---|---|")
 
             def show(counts):
                 return ", ".join(f"{n} {k}" for k, n in sorted(
@@ -219,8 +226,10 @@ def main():
                 text = show(calls.get("bucketed", {}))
                 if "unbucketed" in calls:
                     text += "; " + show(calls["unbucketed"])
+                peak = rs[0]["program_peak"]
                 print(f"| {m} | {state / mib:.1f} | {state / whole:.3f} | "
                       f"{', '.join(str(r['rss']) for r in rs)} | "
+                      f"{'-' if peak is None else f'{peak / mib:.1f}'} | "
                       f"{max(r['median'] for r in rs) * 1e3:.1f} | {text} |")
             t = {m: max(r["median"] for r in runs[m]) for m in modes}
             print(f"ratios: fully_shard / FSDP2 "
