@@ -183,14 +183,15 @@ def SpmdOverlapCollectivesPass
 
 def SpmdBucketCollectivesPass
     : Pass<"spmd-bucket-collectives", "::mlir::func::FuncOp"> {
-  let summary = "Merges independent all-reduces into buckets reduced at once";
+  let summary = "Merges independent collectives into buckets run at once";
   let description = [{
     After `spmd-overlap-collectives` (the bridge's pipeline runs it by
     default): asynchronous `spmd.all_reduce`s of one static tensor each,
     with one mesh, axes, kind and element type, in the order they start (the
-    order their inputs are ready), are grouped into buckets of at most
-    `bucket-bytes` (the first bucket of each kind: `first-bucket-bytes`, as
-    DDP's small first bucket). Each bucket's inputs are flattened and
+    order their inputs are ready), are grouped into buckets as DDP groups
+    gradients: a member joins, and the bucket closes once it holds
+    `bucket-bytes` or more (the first bucket of each kind:
+    `first-bucket-bytes`, as DDP's small first bucket). Each bucket's inputs are flattened and
     concatenated (`tensor.insert_slice` into one 1-D tensor), reduced by one
     asynchronous all_reduce where the bucket's last member started, waited
     for where its first member was, and each result is cut back out
@@ -199,9 +200,13 @@ def SpmdBucketCollectivesPass
     for itself). The result of every element is the same reduction of the
     same values; the library may sum a larger buffer in another order
     (float results then differ by rounding, as DDP's). Left alone:
-    synchronous collectives, all_reduces with several operands or dynamic
-    shapes, and other collectives (reduce_scatter and all_gather buckets
-    come with sharded data parallelism). `bucket-bytes=0` turns it off.
+    synchronous collectives, collectives with several operands or dynamic
+    shapes. FSDP's `reduce_scatter`s and `all_gather`s on dimension 0 are
+    bucketed the same way, each member laid out `[ranks, elements]` (a
+    rank's chunk is one contiguous run) and the members concatenated along
+    the elements, so one collective on dimension 0 moves every member's
+    chunk to its rank; on other dimensions they are left alone.
+    `bucket-bytes=0` turns it off.
     ```mlir
     %f1 = spmd.all_reduce %g1 on @dp axes = [0] sum : tensor<8x4xf32> -> !spmd.future<tensor<8x4xf32>>
     %f2 = spmd.all_reduce %g2 on @dp axes = [0] sum : tensor<4xf32> -> !spmd.future<tensor<4xf32>>
