@@ -114,7 +114,7 @@ def explain(step, *args, **kwargs) -> Explanation:
     """What `step` (a function decorated with @spmd.compile) becomes for
     these arguments on this job's ranks, without building or running it.
     Prints the report on rank 0 and returns it as an Explanation."""
-    from .api import CompiledStep, _bucket_bytes
+    from .api import CompiledStep
     if not isinstance(step, CompiledStep):
         raise TypeError("spmd.explain takes a step decorated with "
                         "@spmd.compile()")
@@ -122,8 +122,7 @@ def explain(step, *args, **kwargs) -> Explanation:
                                _runtime.rank())
     with _progress.compiling(log):
         _, program = step._trace(args, kwargs)
-        pipeline = _toolchain.pipeline(
-            step.passes, bucket_bytes=_bucket_bytes(step.data_parallel))
+        pipeline = step.pipeline()
         dump = os.environ.get("SPMD_DUMP")
         where = Path(dump) if dump else Path(
             tempfile.mkdtemp(prefix="spmd-explain-"))

@@ -42,14 +42,19 @@ def _cmake_cache(build: Path, key: str) -> str:
     raise CompileError(f"{key} missing from {build}/CMakeCache.txt")
 
 
-def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024) -> str:
+def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024,
+             regather: bool = False) -> str:
     """The pass pipeline from the wrapped global program to the local one:
     inline the traced callee, the user's `passes`, distribute, overlap,
-    bucket the all-reduces (`bucket_bytes` 0: none)."""
+    bucket the collectives (`bucket_bytes` 0: none). `regather` (fully_shard
+    with reshard_after_forward): parameters gathered again for their
+    backward uses, one parameter gather prefetched at a time."""
     text = "builtin.module(inline, symbol-dce"
     if passes:
         text += ", " + passes
-    local = "spmd-overlap-collectives"
+    local = ("spmd-regather-parameters, "
+             "spmd-overlap-collectives{prefetch-parameters=1}" if regather
+             else "spmd-overlap-collectives")
     if bucket_bytes > 0:
         first = min(bucket_bytes, 1024 * 1024)
         local += (f", spmd-bucket-collectives{{bucket-bytes={bucket_bytes} "

@@ -63,6 +63,15 @@ class DataParallel:
     `optimizer.load_state_dict(whole)` take whole tensors back. Buffers and
     0-d parameters stay replicated.
 
+    reshard_after_forward (fully_shard, FSDP's option): True gathers a
+    parameter again for its backward uses (spmd-regather-parameters), so
+    the forward's whole copy can die after the forward, and lets one
+    parameter gather run ahead of its use; False (the default here, unlike
+    FSDP) gathers each parameter once, at the step's start, and keeps the
+    whole copy for the step (fewer, bucketed gathers). On the CPU path the
+    program's buffer peak is dominated by other buffers today, so True
+    saves little (measured: -4% to +22%; docs/Rationale.md).
+
     bucket_cap_mb: the gradients' all-reduces are merged into buckets of at
     most this many MiB (the first one 1 MiB), as DDP's `bucket_cap_mb`
     (spmd-bucket-collectives); 0 reduces each gradient by itself."""
@@ -70,6 +79,7 @@ class DataParallel:
     input_batch_dim: int = 0
     inputs: Optional[Placement] = None
     bucket_cap_mb: float = 25.0
+    reshard_after_forward: bool = False
 
     def __post_init__(self):
         if self.parallel_style not in ("replicate", "fully_shard"):
@@ -307,6 +317,13 @@ class CompiledStep:
         self.compile_times = {}
         functools.update_wrapper(self, fn)
 
+    def pipeline(self) -> str:
+        """The spmd-opt pipeline from the global program to the local one."""
+        dp = self.data_parallel
+        return _toolchain.pipeline(
+            self.passes, bucket_bytes=_bucket_bytes(dp),
+            regather=dp.fully_shard and dp.reshard_after_forward)
+
     def _signature(self, leaves):
         key = []
         for leaf in leaves:
@@ -341,8 +358,7 @@ class CompiledStep:
         except Exception as err:
             error = err
         _runtime.agree_on_failure(error)
-        pipeline = _toolchain.pipeline(
-            self.passes, bucket_bytes=_bucket_bytes(self.data_parallel))
+        pipeline = self.pipeline()
         # Rank 0 builds; the others wait for its verdict (an error on rank 0
         # must not leave them blocked in the next collective). A rank that
         # does not share rank 0's cache (another node) then builds too.

@@ -26,6 +26,8 @@ namespace {
 struct SpmdOverlapCollectivesPass
     : public spmd::impl::SpmdOverlapCollectivesPassBase<
           SpmdOverlapCollectivesPass> {
+  using SpmdOverlapCollectivesPassBase::SpmdOverlapCollectivesPassBase;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -36,7 +38,10 @@ struct SpmdOverlapCollectivesPass
       if (auto c = dyn_cast<CollectiveOpInterface>(op); c && !c.isAsync())
         collectives.push_back(&op);
     OpBuilder b(&getContext());
+    // With prefetch-parameters: the wait of the last parameter gather.
+    Operation *parameterWait = nullptr;
     for (Operation *op : collectives) {
+      bool parameter = prefetchParameters && isParameterGather(op);
       // Issue point: right after the last input's definition in this block.
       Operation *after = nullptr;
       for (Value v : op->getOperands()) {
@@ -57,6 +62,12 @@ struct SpmdOverlapCollectivesPass
         }
       if (!first)
         continue; // unused: left for DCE
+      // One parameter gather in flight ahead of its use, as FSDP's
+      // prefetch: not before the previous one was waited for.
+      if (parameter && parameterWait &&
+          (!after || after->isBeforeInBlock(parameterWait)) &&
+          parameterWait->isBeforeInBlock(first))
+        after = parameterWait;
       if (after)
         b.setInsertionPointAfter(after);
       else
@@ -75,6 +86,8 @@ struct SpmdOverlapCollectivesPass
                                  start->getResults());
       op->replaceAllUsesWith(wait.getResults());
       op->erase();
+      if (parameter)
+        parameterWait = wait;
     }
   }
 };

@@ -29,6 +29,12 @@ LogicalResult expandToLocal(ModuleOp module,
                             ShardingRuleCache *rules = nullptr);
 void dedupCollectives(Operation *root);
 
+/// Whether `op` is an `spmd.all_gather` of a parameter: its input is an
+/// `spmd.load` of a `param` state (through the pads and slices of uneven
+/// chunks). spmd-regather-parameters repeats these; spmd-overlap-collectives
+/// can limit how early they start.
+bool isParameterGather(Operation *op);
+
 #define GEN_PASS_REGISTRATION
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h.inc"
 

@@ -178,7 +178,54 @@ def SpmdOverlapCollectivesPass
     %r = spmd.wait %f : !spmd.future<tensor<8xf32>>
     %u = arith.addf %r, %h : tensor<8xf32>
     ```
+    `prefetch-parameters=1`: an all_gather of a parameter
+    (`isParameterGather`) starts no earlier than right after the wait of the
+    previous parameter gather, as FSDP prefetches one module ahead, instead
+    of as soon as its input exists (the function's start, where every
+    gathered parameter would then be alive at once).
   }];
+  let options = [
+    Option<"prefetchParameters", "prefetch-parameters", "bool", "false",
+           "start each parameter all_gather after the previous one's wait">
+  ];
+}
+
+def SpmdRegatherParametersPass
+    : Pass<"spmd-regather-parameters", "::mlir::func::FuncOp"> {
+  let summary = "Gathers a sharded parameter again before its distant uses";
+  let description = [{
+    FSDP's `reshard_after_forward`, on a local program (after
+    `spmd-distribute`, before `spmd-overlap-collectives`): a parameter
+    stored sharded is all-gathered once, so its whole copy lives from its
+    first use (forward) to its last (backward). Here each synchronous
+    `spmd.all_gather` of a parameter (`isParameterGather`: its input is the
+    `spmd.load` of a `param` state, through the pad of an uneven chunk) is
+    repeated before every later group of its uses that starts more than
+    `min-gap` of the function's ops after the previous use; each group reads
+    its own gather (with the slice that cuts an uneven gather's padding), so
+    the copy the forward read is dead after it. The last layer's uses, close
+    together, keep one gather (as FSDP keeps the root's). Results are
+    unchanged; communication grows by one gather per regrouped use. With
+    `spmd-overlap-collectives{prefetch-parameters=1}` the copies start one
+    parameter gather ahead of their use instead of at the function's start.
+    ```mlir
+    %w = spmd.all_gather %s on @dp axes = [0] gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+    %y = linalg.matmul ins(%x, %w ...)      // forward
+    ...                                     // more than min-gap ops
+    %d = linalg.matmul ins(%g, %w ...)      // backward
+    // becomes
+    %w = spmd.all_gather %s ...
+    %y = linalg.matmul ins(%x, %w ...)
+    ...
+    %w2 = spmd.all_gather %s on @dp axes = [0] gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+    %d = linalg.matmul ins(%g, %w2 ...)
+    ```
+  }];
+  let options = [
+    Option<"minGap", "min-gap", "double", "0.1",
+           "the fraction of the function's ops between two uses of a "
+           "gathered parameter beyond which the later one gathers again">
+  ];
 }
 
 def SpmdBucketCollectivesPass
