@@ -63,14 +63,15 @@ class DataParallel:
     `optimizer.load_state_dict(whole)` take whole tensors back. Buffers and
     0-d parameters stay replicated.
 
-    reshard_after_forward (fully_shard, FSDP's option): True gathers a
-    parameter again for its backward uses (spmd-regather-parameters), so
-    the forward's whole copy can die after the forward, and lets one
-    parameter gather run ahead of its use; False (the default here, unlike
-    FSDP) gathers each parameter once, at the step's start, and keeps the
-    whole copy for the step (fewer, bucketed gathers). On the CPU path the
-    program's buffer peak is dominated by other buffers today, so True
-    saves little (measured: -4% to +22%; docs/Rationale.md).
+    reshard_after_forward (fully_shard, FSDP's option and default): True
+    gathers a parameter again for its backward uses
+    (spmd-regather-parameters), so the forward's whole copy can die after
+    the forward (ZeRO-3), with one parameter gather in flight ahead of its
+    use; False gathers each parameter once, at the step's start, and keeps
+    the whole copy for the step (fewer, bucketed gathers). On the CPU path
+    the program's buffer peak is dominated by other buffers today, so True
+    saves little memory there (measured 0.93x-1.22x of False's peak;
+    docs/Rationale.md).
 
     bucket_cap_mb: the gradients' all-reduces are merged into buckets of at
     most this many MiB (the first one 1 MiB), as DDP's `bucket_cap_mb`
@@ -79,7 +80,7 @@ class DataParallel:
     input_batch_dim: int = 0
     inputs: Optional[Placement] = None
     bucket_cap_mb: float = 25.0
-    reshard_after_forward: bool = False
+    reshard_after_forward: bool = True
 
     def __post_init__(self):
         if self.parallel_style not in ("replicate", "fully_shard"):
