@@ -98,13 +98,13 @@ def _spec(layout) -> str:
 
 def build(traced: Traced, imported: str, world: int, prefix: str = "",
           index: int = 0, mesh: tuple = None, layouts: dict = None,
-          gather_first_axis: bool = False) -> Program:
+          gather_first_axis: bool = False, data_axis=0) -> Program:
     """`prefix` goes before every state's symbol (the runtime's registry is
     one per process: two models' `fc.weight` must not meet); `index` makes
     the returned values' names unique per compiled program.
 
     mesh: the mesh's shape (default `(world,)`); the inputs are split over
-    its first axis. layouts: {parameter FQN: layout} (per mesh axis, the
+    axis `data_axis` (None: replicated, every rank passes the same batch). layouts: {parameter FQN: layout} (per mesh axis, the
     dimension it splits or None): those parameters and their optimizer
     state are sharded states. gather_first_axis (fully_shard): each load of
     a parameter the first axis splits is redistributed to replicated along
@@ -144,8 +144,9 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
     w = _Writer()
     args = []
     for i, info in enumerate(traced.inputs):
-        layout = [info.placement.dim if isinstance(info.placement, Shard)
-                  else None] + [None] * (len(mesh) - 1)
+        layout = [None] * len(mesh)
+        if data_axis is not None and isinstance(info.placement, Shard):
+            layout[data_axis] = info.placement.dim
         args.append(f"%in{i}: {tensor_type(info.global_shape, info.dtype)} "
                     f"{{spmd.spec = #spmd.spec{_spec(layout)}}}")
     values = {}
@@ -157,7 +158,8 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
     gathered = dict(values)
     for n in traced.param_names:
         layout = sharded.get(n)
-        if not gather_first_axis or not layout or layout[0] is None:
+        if not gather_first_axis or data_axis != 0 or not layout or \
+                layout[0] is None:
             continue
         t = params[n]
         v = w.fresh("g")

@@ -153,15 +153,16 @@ class TensorParallel:
 
 
 def _layouts(parallel, model, world):
-    """The mesh, a name of the parallelism (one per model), and
-    {parameter FQN: layout} (per mesh axis, the dimension it splits or
-    None) of the sharded parameters."""
+    """The mesh, a name of the parallelism (one per model), {parameter FQN:
+    layout} (per mesh axis, the dimension it splits or None) of the sharded
+    parameters, and the mesh axis the batch is split over (None: every rank
+    passes the same batch)."""
     params = dict(model.named_parameters()) if model is not None else {}
     if isinstance(parallel, DataParallel):
         mesh = (world,)
         layouts = {n: (0,) for n, p in params.items()
                    if parallel.fully_shard and p.dim() >= 1}
-        return mesh, f"DataParallel({parallel.parallel_style!r})", layouts
+        return mesh, f"DataParallel({parallel.parallel_style!r})", layouts, 0
     tp = parallel.tp_size
     if world % tp:
         raise UnsupportedError(
@@ -197,7 +198,15 @@ def _layouts(parallel, model, world):
                 layouts[n] = (0, layouts.get(n, (None, None))[1])
     name = (f"TensorParallel(tp_size={tp}, plan={dict(parallel.plan)}, "
             f"{parallel.parallel_style!r})")
-    return mesh, name, layouts
+    if mesh[0] == 1:
+        # Tensor parallelism alone: a 1-D mesh. (An axis of one rank
+        # divides nothing, but propagation may still choose to split a
+        # dimension on it, and an uneven dimension split by two axes is
+        # not supported.)
+        layouts = {n: layout[1:] for n, layout in layouts.items()
+                   if layout[1] is not None}
+        return (tp,), name, layouts, None
+    return mesh, name, layouts, 0
 
 
 def _bucket_bytes(parallel: DataParallel) -> int:
@@ -384,11 +393,13 @@ class CompiledStep:
                 self.replaced:
             _apply_replacements(model, self.overrides)
             self.replaced.add(id(model))
-        mesh, self.style, layouts = _layouts(self.parallel, model, world)
+        mesh, self.style, layouts, data_axis = _layouts(self.parallel, model,
+                                                        world)
         if model is not None:
             _sharding.check_style(model, self.style)
         with _progress.phase("trace (make_fx)"):
-            traced = _trace.trace(self.fn, args, kwargs, mesh[0],
+            traced = _trace.trace(self.fn, args, kwargs,
+                                  1 if data_axis is None else mesh[data_axis],
                                   self.data_parallel.input_placement)
         with _progress.phase("import (torch-mlir)"):
             imported = _import_cache.import_graph(traced.graph,
@@ -397,7 +408,7 @@ class CompiledStep:
             program = _program.build(traced, imported, world,
                                      prefix=_model_prefix(traced.model),
                                      index=next(_PROGRAMS), mesh=mesh,
-                                     layouts=layouts,
+                                     layouts=layouts, data_axis=data_axis,
                                      gather_first_axis=self.data_parallel
                                      .fully_shard)
             for override in self.overrides:

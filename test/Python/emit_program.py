@@ -30,7 +30,7 @@ def main():
     traced = _trace.trace(train_step, (model, opt, x[:local], y[:local]), {},
                           world, spmd.Shard(0))
     imported = _importer.import_graph(traced.graph, _program.CALLEE)
-    mesh, _, layouts = api._layouts(spmd.DataParallel(
+    mesh, _, layouts, _ = api._layouts(spmd.DataParallel(
         parallel_style="fully_shard" if fully_shard else "replicate"),
         model, world)
     print(_program.build(traced, imported, world, mesh=mesh, layouts=layouts,

@@ -6,6 +6,8 @@ spmd.full_state_dict).
     tp_check.py CASE [--tp-size T] [--fully-shard] [--steps N]
 
 mlp: Linear(6, 16) Colwise -> GELU -> Linear(16, 4) Rowwise, SGD momentum.
+embedding: token embedding Rowwise (vocabulary split), position embedding
+Colwise (embedding dimension split), a replicated Linear head, Adam.
 attention: a pre-norm self-attention block (2 heads) with q/k/v Colwise and
 the output projection Rowwise (Megatron's split), a Colwise/Rowwise MLP,
 AdamW. The ranks of one TP group pass the same rows; data parallelism on
@@ -63,8 +65,25 @@ class Block(nn.Module):
         return self.head(x.mean(dim=1))
 
 
+class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(16, 8)
+        self.pos = nn.Embedding(5, 8)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        return self.fc(F.gelu(x).mean(dim=1))
+
+
 def setup(case):
     torch.manual_seed(0)
+    if case == "embedding":
+        model = Embed()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        plan = {"tok": spmd.RowwiseParallel(), "pos": spmd.ColwiseParallel()}
+        return model, opt, F.cross_entropy, plan
     if case == "mlp":
         model = MLP()
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -79,6 +98,9 @@ def setup(case):
 
 
 def data(case, gen):
+    if case == "embedding":
+        return (torch.randint(0, 16, (GLOBAL_BATCH, 5), generator=gen),
+                torch.randint(0, 3, (GLOBAL_BATCH,), generator=gen))
     if case == "mlp":
         return (torch.randn(GLOBAL_BATCH, 6, generator=gen),
                 torch.randn(GLOBAL_BATCH, 4, generator=gen))
@@ -88,7 +110,7 @@ def data(case, gen):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=["mlp", "attention"])
+    parser.add_argument("case", choices=["mlp", "attention", "embedding"])
     parser.add_argument("--tp-size", type=int, default=2)
     parser.add_argument("--fully-shard", action="store_true")
     parser.add_argument("--steps", type=int, default=4)
@@ -130,8 +152,10 @@ def main():
     report_state_bytes(model, opt, ref_model, ref_opt, rank)
     ok = worst <= args.tol
     if rank == 0:
-        print(f"local shapes: fc/q {shapes.get('fc1.weight', shapes.get('q.weight'))}"
-              f", fc/proj {shapes.get('fc2.weight', shapes.get('proj.weight'))}")
+        first, second = {"mlp": ("fc1", "fc2"), "attention": ("q", "proj"),
+                         "embedding": ("tok", "pos")}[args.case]
+        print(f"local shapes: {first} {shapes[first + '.weight']}, "
+              f"{second} {shapes[second + '.weight']}")
         print(f"{args.case} tp={args.tp_size} mesh {groups}x{args.tp_size}"
               f"{' fully_shard' if args.fully_shard else ''}: "
               f"{'OK' if ok else 'MISMATCH'} max deviation {worst:.1e} over "
