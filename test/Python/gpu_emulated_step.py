@@ -85,7 +85,14 @@ class Toolchain:
              f"-L{self.lib}", "-lSpmdRuntime", self.blas, f"-L{llvm_lib}",
              "-lmlir_c_runner_utils", f"-Wl,-rpath,{self.lib}:{llvm_lib}"])
         ref = work / f"{case}.ref.txt"
-        run(MPIRUN + ["1", work / f"{case}.cpu", ref])
+        # Each case's mpirun its own session directory: two cases run at
+        # once, and Open MPI's shared one under a common TMPDIR can be
+        # removed by one job while the other creates its own in it ("unable
+        # to create the desired directory").
+        tmp = work / f"{case}.mpi-tmp"
+        tmp.mkdir(exist_ok=True)
+        mpi_env = dict(os.environ, TMPDIR=str(tmp))
+        run(MPIRUN + ["1", work / f"{case}.cpu", ref], env=mpi_env)
         gpu = self.lower(f"{case}.gpu", local, "spmd-gpu-opt",
                          "--spmd-lower-to-nvvm=emulate=1")
         run(["c++", self.gpu_driver, gpu, "-o", work / f"{case}.gpu",
@@ -94,7 +101,7 @@ class Toolchain:
              f"-Wl,-rpath,{self.lib}:{self.cuda / 'lib64'}"])
         # The emulator's counts per rank and step: DIR/CASE.counts.RANK
         # (emu_counts_check.py reads them).
-        env = dict(os.environ, SPMD_EMU_COUNTS=str(work / f"{case}.counts"))
+        env = dict(mpi_env, SPMD_EMU_COUNTS=str(work / f"{case}.counts"))
         out = run([sys.executable, RUN_EMULATED, self.lib / "gpu-emulator"]
                   + MPIRUN + ["2", work / f"{case}.gpu", ref], env=env)
         return "".join(f"{case}: {line}\n"
