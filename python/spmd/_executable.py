@@ -118,7 +118,7 @@ class Executable:
         step.fill_(0.0 if buf is None else 1.0)
 
     def _adopt_adam(self, st, n, agree):
-        for suffix in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+        for suffix in _ADAM_MOMENTS:
             key = f"{n}.{suffix}"
             if key in self.views:
                 if suffix in st:
@@ -145,8 +145,8 @@ class Executable:
         for kind, names, gi in self.program.groups:
             for n in names:
                 st = opt.state.get(params[n], {})
-                for key, suffix in _OPTIMIZER_KEYS[kind]:
-                    name = f"{n}.{suffix}"
+                for key in _OPTIMIZER_KEYS[kind]:
+                    name = f"{n}.{key}"
                     if name in self.views and not _is_view(st.get(key),
                                                            self.views[name]):
                         replaced = True
@@ -177,7 +177,7 @@ class Executable:
                             f"{n}.momentum_buffer"]
                 else:
                     st["step"] = self.views[f"{n}.step"]
-                    for suffix in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+                    for suffix in _ADAM_MOMENTS:
                         if f"{n}.{suffix}" in self.views:
                             st[suffix] = self.views[f"{n}.{suffix}"]
 
@@ -207,14 +207,11 @@ class Executable:
         return [self.views[n].clone() for n in self.program.outputs]
 
 
-# The optimizer.state keys the program holds, per optimizer kind, and the
-# suffix of their state names.
-_OPTIMIZER_KEYS = {
-    "sgd": [("momentum_buffer", "momentum_buffer")],
-    "adam": [("step", "step"), ("exp_avg", "exp_avg"),
-             ("exp_avg_sq", "exp_avg_sq"),
-             ("max_exp_avg_sq", "max_exp_avg_sq")],
-}
+# Adam's moment tensors in optimizer.state (and the suffixes of their state
+# names); the optimizer.state keys the program holds, per optimizer kind.
+_ADAM_MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+_OPTIMIZER_KEYS = {"sgd": ("momentum_buffer",),
+                   "adam": ("step",) + _ADAM_MOMENTS}
 
 
 def _is_view(tensor, view) -> bool:

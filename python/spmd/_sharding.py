@@ -152,12 +152,17 @@ def gather(local: torch.Tensor, shape, layout, mesh) -> torch.Tensor:
     return whole
 
 
+def _sharded_by_id(model):
+    """{id(parameter): (global shape, layout)} of the sharded parameters."""
+    params = sharded_params(model)
+    return {id(p): params[fqn] for fqn, p in model.named_parameters()
+            if fqn in params}
+
+
 def _sharded_keys(model, prefix=""):
     """{state_dict key: (global shape, layout)} of the sharded parameters
     (a tied parameter under each of its names)."""
-    params = sharded_params(model)
-    by_id = {id(p): params[fqn] for fqn, p in model.named_parameters()
-             if fqn in params}
+    by_id = _sharded_by_id(model)
     return {prefix + key: by_id[id(v)]
             for key, v in model.state_dict(keep_vars=True).items()
             if id(v) in by_id}
@@ -177,9 +182,7 @@ def full_state_dict(model: torch.nn.Module,
         state[key] = gather(value, *entry, mesh) if entry else value.clone()
     if optimizer is None:
         return state
-    params = sharded_params(model)
-    by_id = {id(p): params[fqn] for fqn, p in model.named_parameters()
-             if fqn in params}
+    by_id = _sharded_by_id(model)
     osd = optimizer.state_dict()
     order = [p for g in optimizer.param_groups for p in g["params"]]
     full = {}

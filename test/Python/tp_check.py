@@ -5,7 +5,8 @@ spmd.full_state_dict).
 
     tp_check.py CASE [--tp-size T] [--fully-shard] [--steps N]
 
-mlp: Linear(6, 16) Colwise -> GELU -> Linear(16, 4) Rowwise, SGD momentum.
+mlp: train_check's Linear(6, 16) Colwise -> ReLU -> Linear(16, 4) Rowwise,
+SGD momentum.
 embedding: token embedding Rowwise (vocabulary split), position embedding
 Colwise (embedding dimension split), a replicated Linear head, Adam.
 attention: a pre-norm self-attention block (2 heads) with q/k/v Colwise and
@@ -22,19 +23,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import spmd
-from train_check import full_state_diffs, report_state_bytes
-
-GLOBAL_BATCH = 8
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(6, 16)
-        self.fc2 = nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x)))
+from train_check import (GLOBAL_BATCH, MLP, full_state_diffs, make_step,
+                         report_state_bytes)
 
 
 class Block(nn.Module):
@@ -120,13 +110,7 @@ def main():
     model, opt, loss_fn, plan = setup(args.case)
     ref_model, ref_opt, _, _ = setup(args.case)
 
-    def step(model, opt, x, y):
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
-
+    step = make_step(loss_fn)
     dp = spmd.DataParallel(
         parallel_style="fully_shard" if args.fully_shard else "replicate")
     mode = spmd.TensorParallel(plan, tp_size=args.tp_size, data_parallel=dp)

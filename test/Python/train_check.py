@@ -583,10 +583,9 @@ def report_state_bytes(model, opt, ref_model, ref_opt, rank):
             total += sum(v.numel() * v.element_size() for v in st.values()
                          if isinstance(v, torch.Tensor) and v.dim() >= 1)
         return total
-    mine = torch.tensor([size(model, opt)], dtype=torch.float64)
     whole = size(ref_model, ref_opt)
     # The largest rank's share.
-    most = spmd._runtime.all_ranks_max(int(mine.item()))
+    most = spmd._runtime.all_ranks_max(size(model, opt))
     if rank == 0:
         print(f"state per rank: at most {most} of {whole} bytes "
               f"({most / whole:.3f} of replicated)")
