@@ -73,10 +73,27 @@ bool isWellFormedList(llvm::StringRef text) {
 ///  - a malformed list after `dimensions =` / `permutation =`: the custom
 ///    parsers of linalg.reduce, linalg.transpose and linalg.broadcast use
 ///    the attribute even when parsing it failed (`[0`, `[0,]`, `[a]`, an
-///    integer that does not fit in 64 bits).
+///    integer that does not fit in 64 bits);
+///  - a linalg op's custom form with `<X>` after its name where X is not a
+///    dictionary (`linalg.matmul <f32>`): the structured ops' common parser
+///    takes X as the properties dictionary without checking (a wild
+///    NamedAttrList under ASan; "region expects 3 args" by luck without).
 bool isKnownUpstreamCrash(llvm::StringRef text) {
   if (text.contains("array<index"))
     return true;
+  for (size_t at = text.find("linalg."); at != llvm::StringRef::npos;
+       at = text.find("linalg.", at + 1)) {
+    llvm::StringRef rest = text.substr(at + 7);
+    size_t name = 0;
+    while (name < rest.size() &&
+           (std::isalnum(static_cast<unsigned char>(rest[name])) ||
+            rest[name] == '_' || rest[name] == '.'))
+      ++name;
+    rest = rest.drop_front(name).ltrim(kMlirWhitespace);
+    if (rest.consume_front("<") &&
+        !rest.ltrim(kMlirWhitespace).starts_with("{"))
+      return true;
+  }
   for (llvm::StringRef key : {"dimensions", "permutation"}) {
     for (size_t at = text.find(key); at != llvm::StringRef::npos;
          at = text.find(key, at + 1)) {
