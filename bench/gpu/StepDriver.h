@@ -21,6 +21,8 @@
 #include <string>
 
 #ifndef SPMD_CPU
+#include "Spmd/Runtime/SpmdGpuRuntime.h"
+
 extern "C" {
 void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
 void mgpuMemFree(void *ptr, void *stream);
@@ -88,6 +90,51 @@ private:
   const char *dir;
   int64_t start = 0;
   int index = 0;
+};
+
+/// SPMD_CUDA_GRAPH=1 (the GPU path): the first step runs as compiled, the
+/// second is captured as a CUDA graph and run, every later one replays the
+/// graph (spmdGpuGraph*, SpmdGpuRuntime.h): one call per step. The steps
+/// must read and write the same buffers every time (inputs copied into the
+/// same device buffers, state in the runtime's registry), as a graph
+/// replays the addresses it captured. Elsewhere each step just runs.
+class GraphSteps {
+public:
+  GraphSteps() {
+    const char *v = std::getenv("SPMD_CUDA_GRAPH");
+    on = v && *v == '1';
+  }
+  ~GraphSteps() {
+#ifndef SPMD_CPU
+    if (graph)
+      spmdGpuGraphDestroy(graph);
+#endif
+  }
+  GraphSteps(const GraphSteps &) = delete;
+  GraphSteps &operator=(const GraphSteps &) = delete;
+
+  /// Runs one step; `step()` calls the compiled step.
+  template <typename Step> void run(Step &&step) {
+#ifndef SPMD_CPU
+    if (on && steps == 1) {
+      spmdGpuGraphCaptureBegin();
+      step();
+      graph = spmdGpuGraphCaptureEnd();
+    }
+    if (graph) {
+      spmdGpuGraphLaunch(graph);
+      ++steps;
+      return;
+    }
+#endif
+    step();
+    ++steps;
+  }
+
+private:
+  bool on = false;
+  int steps = 0;
+  int64_t graph = 0;
 };
 
 #endif // SPMD_BENCH_GPU_STEPDRIVER_H

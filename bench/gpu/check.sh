@@ -7,7 +7,8 @@
 # optimizer state on the GPU) checked against the CPU path, every collective
 # (a group of 1), the fused attention kernels against a float64 reference,
 # the programs spmd.compile builds for four PyTorch models
-# (and one under torch.autocast bfloat16) vs the CPU path, and a short
+# (and one under torch.autocast bfloat16) vs the CPU path, the same as CUDA
+# graphs (SPMD_CUDA_GRAPH=1), and a short
 # table last. A folder built with `build.sh --emulate` runs the same against
 # the GPU emulator (no GPU; PyTorch's row is skipped).
 #
@@ -65,6 +66,12 @@ for m in mlp_sgd norm_adam transformer embed_adamw norm_adam_bf16; do
   echo -n "$m: "
   timeout 60 "$out/${m}_gpu" "$out/${m}_ref.txt" || echo "$m FAILED (rc $?)"
 done | tee "$out/models.txt"
+echo "== the same programs with steps 2 and 3 as one CUDA graph (SPMD_CUDA_GRAPH=1: captured once, replayed)"
+for m in mlp_sgd norm_adam transformer embed_adamw norm_adam_bf16; do
+  echo -n "$m: "
+  SPMD_CUDA_GRAPH=1 timeout 60 "$out/${m}_gpu" "$out/${m}_ref.txt" ||
+    echo "$m FAILED (rc $?)"
+done | tee "$out/graphs.txt"
 echo "== a step trace of the transformer program (SPMD_TRACE; kernels, GEMMs, collectives on their streams)"
 rm -rf "$out/trace-transformer"
 SPMD_TRACE="$out/trace-transformer" timeout 60 "$out/transformer_gpu" \
@@ -112,6 +119,8 @@ attention_ok=$(grep -c ': OK$' "$out/attention.txt")
 echo "| fused attention, forward + backward, masked and causal (8 checks) | $attention_ok of 8 OK (rc $attention_rc) |"
 models_ok=$(grep -c ': OK$' "$out/models.txt")
 echo "| spmd.compile programs, 4 models (+1 autocast bf16) vs CPU path | $models_ok of 5 OK |"
+graphs_ok=$(grep -c ': OK$' "$out/graphs.txt")
+echo "| the same as CUDA graphs (SPMD_CUDA_GRAPH=1) vs CPU path | $graphs_ok of 5 OK |"
 trace_line=$(sed -n 's/^rank 0: \(.*\)$/\1/p' "$out/trace.txt")
 if [ "$trace_rc" = 0 ] && [ "$trace_draw_rc" = 0 ] && [ -n "$trace_line" ]; then
   trace_cell="$trace_line ($out/transformer-trace.png)"
@@ -121,5 +130,6 @@ fi
 echo "| step trace, transformer program (3 steps) | $trace_cell |"
 [ "$check" = OK ] && [ "$train" = OK ] && [ "$torch_rc" = 0 ] &&
   [ "$coll_cell" = "12 of 12 ok" ] && [ "$models_ok" = 5 ] &&
+  [ "$graphs_ok" = 5 ] &&
   [ "$attention_ok" = 8 ] && [ "$attention_rc" = 0 ] &&
   [ "$trace_rc" = 0 ] && [ "$trace_draw_rc" = 0 ] && [ -n "$trace_line" ]

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 KEYS = ("launches", "kernels", "gemms", "collectives", "host_waits",
-        "queries", "allocs", "frees", "h2d", "d2h", "d2d", "memsets")
+        "queries", "allocs", "frees", "h2d", "d2h", "d2d", "memsets",
+        "graph_launches", "graph_nodes", "captured")
 
 
 def steady_counts(work, case):

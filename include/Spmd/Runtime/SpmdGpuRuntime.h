@@ -89,6 +89,23 @@ void spmdGpuAttentionBackward(int64_t grad, int64_t query, int64_t key,
 void spmdGpuProgramBegin(void);
 void spmdGpuProgramEnd(void);
 
+/* A whole step as a CUDA graph (drivers: SPMD_CUDA_GRAPH=1). After the step
+ * has run once, spmdGpuGraphCaptureBegin(); step(...);
+ * spmdGpuGraphCaptureEnd() records its device work (kernels, GEMMs,
+ * collectives, copies) on the program stream without running it, and
+ * returns a graph; each spmdGpuGraphLaunch(graph) then runs that work once,
+ * as one call, and returns when it is done (the first launch is the
+ * captured step itself). The graph owns the device buffers the capture
+ * allocated or freed (their addresses are in its nodes). What a graph
+ * replays is what the capture saw: the same input and state buffers, read
+ * anew at each launch (the driver copies new inputs into the same
+ * buffers); a step that waits for the device or allocates outside the
+ * cache fails the capture with a message. */
+void spmdGpuGraphCaptureBegin(void);
+int64_t spmdGpuGraphCaptureEnd(void);
+void spmdGpuGraphLaunch(int64_t graph);
+void spmdGpuGraphDestroy(int64_t graph);
+
 /* The user's code the next kernel launch, GEMM or attention call runs
  * ("user.py:LINE|module.py:LINE", NULL for none; spmd-gpu-trace-sources
  * emits it before each): while tracing, the kernel's event is named after

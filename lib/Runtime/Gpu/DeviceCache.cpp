@@ -12,6 +12,11 @@
 // passed its free: an event recorded on the freeing stream at the free has
 // completed (a poll, never a host wait). Steady steps allocate nothing.
 //
+// While a step is captured as a CUDA graph, every buffer the capture
+// allocates or frees becomes the graph's: its address is baked into the
+// graph's nodes, so it leaves the cache for good (a private pool, as
+// PyTorch's graph pools) and is freed with the graph.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GpuCommon.h"
@@ -19,6 +24,7 @@
 #include <cstdlib>
 #include <map>
 #include <unordered_map>
+#include <vector>
 
 namespace {
 
@@ -27,6 +33,8 @@ struct Block {
   size_t bytes = 0;
   CUevent freed = nullptr;   // recorded on the freeing stream at the free
   CUstream stream = nullptr; // the freeing stream
+  bool captured = false;     // touched by the capture being recorded
+  bool graph = false;        // owned by a captured graph
 };
 
 struct Cache {
@@ -34,6 +42,10 @@ struct Cache {
   std::multimap<size_t, Block *> free;
   std::unordered_map<CUdeviceptr, Block *> all;
   bool enabled = true;
+  /// Inside spmd::gpu::cacheCaptureBegin/End: the blocks the capture
+  /// touched.
+  bool capturing = false;
+  std::vector<Block *> captured;
 };
 
 Cache &cache() {
@@ -52,8 +64,22 @@ size_t rounded(size_t bytes) { return (bytes + 511) / 512 * 512; }
 
 } // namespace
 
+namespace {
+
+void touch(Cache &c, Block *b) {
+  if (c.capturing && !b->captured) {
+    b->captured = true;
+    c.captured.push_back(b);
+  }
+}
+
+} // namespace
+
 CUdeviceptr spmd::gpu::cachedAlloc(size_t bytes, CUstream stream) {
   Cache &c = cache();
+  if (c.capturing && !c.enabled)
+    fail("CUDA graph capture", "needs the device buffer cache (unset "
+                               "SPMD_GPU_CACHE=0)");
   if (!c.enabled) {
     CUdeviceptr ptr;
     checkCu(cuMemAllocAsync(&ptr, bytes, stream), "cuMemAllocAsync");
@@ -64,11 +90,15 @@ CUdeviceptr spmd::gpu::cachedAlloc(size_t bytes, CUstream stream) {
   for (auto it = from; it != to; ++it) {
     if (it->second->stream != stream)
       continue;
-    CUdeviceptr ptr = it->second->ptr;
+    Block *b = it->second;
     c.free.erase(it);
-    return ptr;
+    touch(c, b);
+    return b->ptr;
   }
-  for (auto it = from; it != to; ++it) {
+  // In a capture only the capturing stream's own blocks are reused: another
+  // stream's free is either outside the capture (no dependency may cross
+  // it) or inside (its event cannot be queried).
+  for (auto it = from; it != to && !c.capturing; ++it) {
     Block *b = it->second;
     CUresult done = cuEventQuery(b->freed);
     if (done == CUDA_ERROR_NOT_READY)
@@ -79,10 +109,15 @@ CUdeviceptr spmd::gpu::cachedAlloc(size_t bytes, CUstream stream) {
   }
   auto *b = new Block;
   b->bytes = size;
-  checkCu(cuMemAllocAsync(&b->ptr, size, stream), "cuMemAllocAsync");
+  if (c.capturing)
+    // Not a graph memory node: a plain buffer the graph keeps.
+    checkCu(cuMemAlloc(&b->ptr, size), "cuMemAlloc (captured step)");
+  else
+    checkCu(cuMemAllocAsync(&b->ptr, size, stream), "cuMemAllocAsync");
   checkCu(cuEventCreate(&b->freed, CU_EVENT_DISABLE_TIMING),
           "cuEventCreate (cached device buffer)");
   c.all[b->ptr] = b;
+  touch(c, b);
   return b->ptr;
 }
 
@@ -94,8 +129,50 @@ void spmd::gpu::cachedFree(CUdeviceptr ptr, CUstream stream) {
     return;
   }
   Block *b = it->second;
+  if (b->graph)
+    return; // a captured graph's buffer: it stays with the graph
   checkCu(cuEventRecord(b->freed, stream),
           "cuEventRecord (cached device buffer)");
   b->stream = stream;
   c.free.emplace(b->bytes, b);
+  touch(c, b);
+}
+
+void spmd::gpu::cacheCaptureBegin() {
+  Cache &c = cache();
+  c.capturing = true;
+  c.captured.clear();
+}
+
+std::vector<CUdeviceptr> spmd::gpu::cacheCaptureEnd() {
+  Cache &c = cache();
+  c.capturing = false;
+  std::vector<CUdeviceptr> owned;
+  for (Block *b : c.captured) {
+    for (auto it = c.free.lower_bound(b->bytes);
+         it != c.free.end() && it->first == b->bytes; ++it)
+      if (it->second == b) {
+        c.free.erase(it);
+        break;
+      }
+    b->captured = false;
+    b->graph = true;
+    owned.push_back(b->ptr);
+  }
+  c.captured.clear();
+  return owned;
+}
+
+void spmd::gpu::cacheReleaseGraph(const std::vector<CUdeviceptr> &owned) {
+  Cache &c = cache();
+  for (CUdeviceptr ptr : owned) {
+    auto it = c.all.find(ptr);
+    if (it == c.all.end())
+      continue;
+    Block *b = it->second;
+    c.all.erase(it);
+    checkCu(cuMemFree(b->ptr), "cuMemFree (CUDA graph buffer)");
+    checkCu(cuEventDestroy(b->freed), "cuEventDestroy (CUDA graph buffer)");
+    delete b;
+  }
 }

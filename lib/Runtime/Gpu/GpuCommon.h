@@ -12,6 +12,7 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <vector>
 
 namespace spmd::gpu {
 
@@ -40,6 +41,14 @@ CUdeviceptr cachedAlloc(size_t bytes, CUstream stream);
 /// Gives back a buffer once `stream`'s work so far is done with it (any
 /// pointer: one the cache did not hand out goes to cuMemFreeAsync).
 void cachedFree(CUdeviceptr ptr, CUstream stream);
+
+/// Between these two, the cache records the buffers a stream capture
+/// allocates or frees; cacheCaptureEnd hands them to the captured graph
+/// (they leave the cache; cachedFree of one is then a no-op) and
+/// cacheReleaseGraph frees them with it.
+void cacheCaptureBegin();
+std::vector<CUdeviceptr> cacheCaptureEnd();
+void cacheReleaseGraph(const std::vector<CUdeviceptr> &owned);
 
 /// The program stream while a compiled program runs (between
 /// spmdGpuProgramBegin and spmdGpuProgramEnd), else null.

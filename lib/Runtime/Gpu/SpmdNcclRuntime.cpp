@@ -123,6 +123,23 @@ struct Runtime {
   /// was last synchronized (null: none; timeout messages name it).
   const char *pendingOp = nullptr;
   int64_t pendingPacked = 0, pendingMask = 0;
+  /// Between spmdGpuGraphCaptureBegin and End: the program stream is
+  /// captured, nothing runs; the collective the captured step waited for
+  /// last (timeout messages at each launch).
+  bool capturing = false;
+  const char *capturedOp = nullptr;
+  int64_t capturedPacked = 0, capturedMask = 0;
+  /// The next graph launch runs the step just captured (counted with it).
+  bool launchIsCapturedStep = false;
+};
+
+/// A step captured as a CUDA graph, with the device buffers it owns.
+struct Graph {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  std::vector<CUdeviceptr> buffers;
+  const char *op = nullptr;
+  int64_t packed = 0, mask = 0;
 };
 
 Runtime &rt() {
@@ -591,6 +608,15 @@ cublasOperation_t blasOp(int32_t trans) {
   return trans == 112 ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
+/// A step begins: the GPU emulator (only it defines spmdEmuStepBegin)
+/// counts what the device does per step.
+void countStep() {
+  static auto stepBegin =
+      reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "spmdEmuStepBegin"));
+  if (stepBegin)
+    stepBegin();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -631,6 +657,17 @@ CUstream spmd::gpu::programStream() {
 
 void spmd::gpu::synchronize(CUstream stream) {
   Runtime &r = rt();
+  if (r.capturing && stream == r.programStream) {
+    // The end of a captured step: nothing ran, nothing to wait for; each
+    // launch of the graph waits instead.
+    if (r.pendingOp) {
+      r.capturedOp = r.pendingOp;
+      r.capturedPacked = r.pendingPacked;
+      r.capturedMask = r.pendingMask;
+    }
+    r.pendingOp = nullptr;
+    return;
+  }
   int64_t waitStart = spmd::trace::on() ? spmd::trace::now() : 0;
   if (stream && stream == r.programStream && r.pendingOp) {
     // Collectives in flight: wait watching for failed peers and the
@@ -969,7 +1006,7 @@ void spmdWait(int64_t handle) {
   spmd::gpu::checkCu(cuEventDestroy(event), "cuEventDestroy");
 }
 
-void spmdGpuProgramBegin(void) {
+static void ensureProgramStream() {
   spmd::gpu::ensureContext();
   Runtime &r = rt();
   if (!r.programStream) {
@@ -979,7 +1016,96 @@ void spmdGpuProgramBegin(void) {
     spmd::gpu::checkCu(cuEventCreate(&r.programEvent, CU_EVENT_DISABLE_TIMING),
                        "cuEventCreate (program stream)");
   }
-  ++r.programDepth;
+}
+
+void spmdGpuProgramBegin(void) {
+  ensureProgramStream();
+  ++rt().programDepth;
+}
+
+void spmdGpuGraphCaptureBegin(void) {
+  Runtime &r = rt();
+  const char *what = "spmdGpuGraphCaptureBegin";
+  if (r.capturing)
+    spmd::gpu::fail(what, "a capture is already open");
+  if (r.programDepth > 0)
+    spmd::gpu::fail(what, "called inside a compiled step");
+  if (r.checkedPrograms.empty())
+    spmd::gpu::fail(what, "run the step once before capturing it: its first "
+                          "call sets up NCCL, cuBLAS, its constants and the "
+                          "ranks' program check, which wait for the device");
+  ensureProgramStream();
+  spmd::gpu::checkCu(
+      cuStreamBeginCapture(r.programStream, CU_STREAM_CAPTURE_MODE_RELAXED),
+      "cuStreamBeginCapture (program stream)");
+  spmd::gpu::cacheCaptureBegin();
+  r.capturing = true;
+  r.capturedOp = nullptr;
+  r.capturedPacked = r.capturedMask = 0;
+}
+
+int64_t spmdGpuGraphCaptureEnd(void) {
+  Runtime &r = rt();
+  if (!r.capturing)
+    spmd::gpu::fail("spmdGpuGraphCaptureEnd", "no capture is open");
+  if (r.programDepth > 0)
+    spmd::gpu::fail("spmdGpuGraphCaptureEnd", "called inside a compiled step");
+  r.capturing = false;
+  auto *g = new Graph;
+  CUresult ended = cuStreamEndCapture(r.programStream, &g->graph);
+  g->buffers = spmd::gpu::cacheCaptureEnd();
+  if (ended != CUDA_SUCCESS) {
+    const char *name = nullptr;
+    cuGetErrorName(ended, &name);
+    std::string what = std::string("the step could not be captured as a CUDA "
+                                   "graph (") +
+                       (name ? name : "unknown error") +
+                       "): between spmdGpuGraphCaptureBegin and End only "
+                       "compiled steps may run, and nothing may wait for "
+                       "the device";
+    spmd::gpu::fail("spmdGpuGraphCaptureEnd", what.c_str());
+  }
+  spmd::gpu::checkCu(cuGraphInstantiate(&g->exec, g->graph, 0),
+                     "cuGraphInstantiate");
+  g->op = r.capturedOp;
+  g->packed = r.capturedPacked;
+  g->mask = r.capturedMask;
+  r.launchIsCapturedStep = true;
+  return reinterpret_cast<int64_t>(g);
+}
+
+void spmdGpuGraphLaunch(int64_t graph) {
+  Runtime &r = rt();
+  auto *g = reinterpret_cast<Graph *>(graph);
+  if (!g)
+    spmd::gpu::fail("spmdGpuGraphLaunch", "no graph");
+  if (r.capturing || r.programDepth > 0)
+    spmd::gpu::fail("spmdGpuGraphLaunch",
+                    "called inside a capture or a compiled step");
+  if (!r.launchIsCapturedStep)
+    countStep();
+  r.launchIsCapturedStep = false;
+  CUevent traced = spmd::gpu::trace::begin(r.programStream);
+  spmd::gpu::checkCu(cuGraphLaunch(g->exec, r.programStream), "cuGraphLaunch");
+  if (traced)
+    spmd::gpu::trace::end(traced, r.programStream, "CUDA graph", "graph", "");
+  // Complete when it returns, as the step it replays; a collective in it
+  // is watched for failed peers as at the end of a step.
+  r.pendingOp = g->op;
+  r.pendingPacked = g->packed;
+  r.pendingMask = g->mask;
+  spmd::gpu::synchronize(r.programStream);
+}
+
+void spmdGpuGraphDestroy(int64_t graph) {
+  auto *g = reinterpret_cast<Graph *>(graph);
+  if (!g)
+    return;
+  spmd::gpu::synchronize(rt().programStream);
+  spmd::gpu::checkCu(cuGraphExecDestroy(g->exec), "cuGraphExecDestroy");
+  spmd::gpu::checkCu(cuGraphDestroy(g->graph), "cuGraphDestroy");
+  spmd::gpu::cacheReleaseGraph(g->buffers);
+  delete g;
 }
 
 void spmdGpuProgramEnd(void) {
@@ -1030,12 +1156,8 @@ void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
 /// On the first call for a program: every rank runs the same one (their
 /// hashes agree), else an error naming it.
 void spmdProgramCheck(int64_t hash, const char *name) {
-  // Every compiled step starts here: the GPU emulator (only it defines
-  // spmdEmuStepBegin) counts what the device does per step.
-  static auto stepBegin =
-      reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "spmdEmuStepBegin"));
-  if (stepBegin)
-    stepBegin();
+  // Every compiled step starts here.
+  countStep();
   spmdInit();
   Runtime &r = rt();
   auto h = static_cast<uint64_t>(hash);

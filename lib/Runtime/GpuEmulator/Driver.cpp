@@ -39,6 +39,8 @@
 #include <string>
 #include <vector>
 
+struct CUgraph_st;
+
 struct CUstream_st {
   /// Work items: each returns true when done (see enqueuePolled).
   std::deque<std::function<bool()>> queue;
@@ -46,6 +48,29 @@ struct CUstream_st {
   /// stream runs that one meanwhile): the next must not start before it
   /// ends, as on a GPU.
   bool running = false;
+  /// The graph this stream's work goes into while it is captured (it began
+  /// the capture, or joined it by waiting for an event recorded in it).
+  CUgraph_st *capture = nullptr;
+  /// Items captured from this stream, and how many of them the capturing
+  /// stream has waited for (a joined stream must be joined back).
+  size_t captured = 0, joinedUpTo = 0;
+};
+
+/// A captured stream sequence. Its work items are kept in the order the
+/// host issued them, which respects every dependency the capture recorded
+/// (a stream can only wait for an event already recorded): a launch runs
+/// them one after the other on its stream.
+struct CUgraph_st {
+  CUstream origin = nullptr;
+  std::vector<CUstream> joined;
+  std::vector<std::function<bool()>> items;
+  /// Set when the capture was invalidated (an operation a capture cannot
+  /// hold); cuStreamEndCapture then fails.
+  const char *invalid = nullptr;
+};
+
+struct CUgraphExec_st {
+  std::vector<std::function<bool()>> items;
 };
 
 namespace {
@@ -54,6 +79,10 @@ namespace {
 struct Marker {
   CUstream stream = nullptr;
   bool done = true;
+  /// Recorded in a capture: only streams of that capture may wait for it,
+  /// and only after `capturedCount` items of its stream.
+  CUgraph_st *capture = nullptr;
+  size_t capturedCount = 0;
   /// When the stream reached it (steady clock, ns; 0 until then).
   int64_t reachedNs = 0;
 };
@@ -97,6 +126,8 @@ struct Driver {
   std::map<std::string, CUfunction> functions;
   CUctx_st context;
   bool initialized = false;
+  /// Streams captures were begun on and not yet ended.
+  int capturing = 0;
 };
 
 void onFault(int, siginfo_t *info, void *);
@@ -121,8 +152,9 @@ std::vector<StepCounts> &steps() {
 /// SPMD_EMU_COUNTS=PATH: every step's counts into PATH.<rank>, one line a
 /// step: `step S launches N kernels K gemms G collectives C host_waits W
 /// queries Q allocs A frees F h2d N BYTES d2h N BYTES d2d N BYTES memsets
-/// M`, then the same for the whole `run`, then `kernel NAME launches N` for
-/// every kernel over the run. SPMD_EMU_REPORT=1 prints the same to stderr.
+/// M graph_launches L graph_nodes G captured C`, then the same for the whole
+/// `run`, then `kernel NAME launches N` for every kernel over the run.
+/// SPMD_EMU_REPORT=1 prints the same to stderr.
 void writeCounts(std::FILE *out, const char *rank) {
   using spmd::emu::Count;
   auto line = [&](const std::string &label, const StepCounts &c) {
@@ -131,13 +163,15 @@ void writeCounts(std::FILE *out, const char *rank) {
     std::fprintf(out,
                  "%s%s launches %zu kernels %zu gemms %zu collectives "
                  "%zu host_waits %zu queries %zu allocs %zu frees %zu h2d %zu "
-                 "%zu d2h %zu %zu d2d %zu %zu memsets %zu\n",
+                 "%zu d2h %zu %zu d2d %zu %zu memsets %zu graph_launches %zu "
+                 "graph_nodes %zu captured %zu\n",
                  rank, label.c_str(), n(Count::Launch), c.kernels.size(),
                  n(Count::Gemm), n(Count::Collective), n(Count::HostWait),
                  n(Count::Query), n(Count::Alloc), n(Count::Free),
                  n(Count::CopyH2D), b(Count::CopyH2D), n(Count::CopyD2H),
                  b(Count::CopyD2H), n(Count::CopyD2D), b(Count::CopyD2D),
-                 n(Count::Memset));
+                 n(Count::Memset), n(Count::GraphLaunch), n(Count::GraphNode),
+                 n(Count::Captured));
   };
   StepCounts run;
   for (size_t i = 0; i < steps().size(); ++i) {
@@ -473,18 +507,48 @@ CUresult memsetAsync(CUdeviceptr dst, T value, size_t count, CUstream stream) {
   return CUDA_SUCCESS;
 }
 
+/// Ends `g`'s capture as failed (cuStreamEndCapture reports `why`) and
+/// returns `error`, as CUDA does for an operation a capture cannot hold.
+CUresult invalidate(CUgraph_st *g, CUresult error, const char *why) {
+  if (!g->invalid)
+    g->invalid = why;
+  return error;
+}
+
+/// An operation that makes the host wait (or that CUDA otherwise refuses
+/// in a capture): on a captured stream (`stream`), or with nullptr while
+/// any stream is captured, it invalidates the capture.
+CUresult refuseWhileCapturing(CUstream stream, const char *what) {
+  CUstream_st *s = &streamOf(stream);
+  if (!stream) {
+    s = nullptr;
+    for (CUstream c : drv().streams)
+      if (c->capture)
+        s = c;
+  }
+  if (!s || !s->capture)
+    return CUDA_SUCCESS;
+  return invalidate(s->capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, what);
+}
+
 } // namespace
 
 void spmd::emu::enqueue(CUstream stream, std::function<void()> work) {
-  streamOf(stream).queue.push_back([work = std::move(work)] {
+  enqueuePolled(stream, [work = std::move(work)] {
     work();
     return true;
   });
-  randomProgress();
 }
 
 void spmd::emu::enqueuePolled(CUstream stream, std::function<bool()> work) {
-  streamOf(stream).queue.push_back(std::move(work));
+  CUstream_st &s = streamOf(stream);
+  if (s.capture) {
+    // Captured: a node of the graph, run at each of its launches.
+    s.capture->items.push_back(std::move(work));
+    ++s.captured;
+    return;
+  }
+  s.queue.push_back(std::move(work));
   randomProgress();
 }
 
@@ -494,6 +558,9 @@ bool spmd::emu::isDeviceMemory(const void *p, size_t bytes) {
 
 void spmd::emu::count(Count what, size_t bytes) {
   StepCounts &c = steps().back();
+  if (drv().capturing > 0 && what != Count::HostWait && what != Count::Query &&
+      what != Count::Alloc && what != Count::Free)
+    what = Count::Captured;
   ++c.n[size_t(what)];
   c.bytes[size_t(what)] += bytes;
 }
@@ -532,6 +599,30 @@ CUresult cuGetErrorName(CUresult error, const char **name) {
   case CUDA_ERROR_NOT_INITIALIZED:
     *name = "CUDA_ERROR_NOT_INITIALIZED";
     return CUDA_SUCCESS;
+  case CUDA_ERROR_ILLEGAL_STATE:
+    *name = "CUDA_ERROR_ILLEGAL_STATE";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_STREAM_CAPTURE_UNJOINED:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_UNJOINED";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_ISOLATION";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_CAPTURED_EVENT:
+    *name = "CUDA_ERROR_CAPTURED_EVENT";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD";
+    return CUDA_SUCCESS;
   default:
     *name = "CUDA_ERROR_UNKNOWN";
     return CUDA_SUCCESS;
@@ -560,6 +651,8 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
 CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
 
 CUresult cuCtxSynchronize(void) {
+  if (CUresult r = refuseWhileCapturing(nullptr, "cuCtxSynchronize"))
+    return r;
   spmd::emu::count(spmd::emu::Count::HostWait);
   drainAll();
   return CUDA_SUCCESS;
@@ -583,6 +676,8 @@ CUresult cuStreamDestroy(CUstream stream) {
 }
 
 CUresult cuStreamSynchronize(CUstream stream) {
+  if (CUresult r = refuseWhileCapturing(stream, "cuStreamSynchronize"))
+    return r;
   spmd::emu::count(spmd::emu::Count::HostWait);
   drain(streamOf(stream));
   return CUDA_SUCCESS;
@@ -590,6 +685,30 @@ CUresult cuStreamSynchronize(CUstream stream) {
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int) {
   std::shared_ptr<Marker> m = event->last;
+  CUstream_st &s = streamOf(stream);
+  if (m->capture) {
+    // A dependency inside a capture: the stream joins it (or, being in it,
+    // waits for a joined stream's work: that work is joined back).
+    if (!s.capture) {
+      if (&s == &drv().nullStream)
+        return invalidate(m->capture, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+                          "the null stream cannot join a capture");
+      s.capture = m->capture;
+      s.captured = s.joinedUpTo = 0;
+      m->capture->joined.push_back(&s);
+    } else if (s.capture != m->capture) {
+      return invalidate(s.capture, CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+                        "a wait for an event of another capture");
+    }
+    CUstream_st &from = streamOf(m->stream);
+    from.joinedUpTo = std::max(from.joinedUpTo, m->capturedCount);
+    return CUDA_SUCCESS;
+  }
+  if (s.capture)
+    // As CUDA: a dependency may not cross the capture's boundary.
+    return invalidate(s.capture, CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+                      "a captured stream waited for an event recorded "
+                      "outside the capture");
   spmd::emu::enqueuePolled(stream, [m] { return runUpTo(m, /*poll=*/true); });
   return CUDA_SUCCESS;
 }
@@ -607,6 +726,13 @@ CUresult cuEventDestroy(CUevent event) {
 CUresult cuEventRecord(CUevent event, CUstream stream) {
   auto m = std::make_shared<Marker>();
   m->stream = stream;
+  if (CUstream_st &s = streamOf(stream); s.capture) {
+    // A point in the capture other captured streams may wait for.
+    m->capture = s.capture;
+    m->capturedCount = s.captured;
+    event->last = m;
+    return CUDA_SUCCESS;
+  }
   m->done = false;
   event->last = m;
   spmd::emu::enqueue(stream, [m] {
@@ -619,6 +745,8 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
 }
 
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  if (start->last->capture || end->last->capture)
+    return CUDA_ERROR_CAPTURED_EVENT;
   // As the driver: both must have been recorded and reached.
   if (!start->last->reachedNs || !end->last->reachedNs)
     return start->last->done && end->last->done ? CUDA_ERROR_INVALID_HANDLE
@@ -628,12 +756,16 @@ CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
 }
 
 CUresult cuEventSynchronize(CUevent event) {
+  if (event->last->capture)
+    return CUDA_ERROR_CAPTURED_EVENT;
   spmd::emu::count(spmd::emu::Count::HostWait);
   waitFor(event->last);
   return CUDA_SUCCESS;
 }
 
 CUresult cuEventQuery(CUevent event) {
+  if (event->last->capture)
+    return CUDA_ERROR_CAPTURED_EVENT;
   spmd::emu::count(spmd::emu::Count::Query);
   // The host is waiting for it: run the stream up to the event, unless it
   // is blocked (a collective whose peers have not come yet).
@@ -651,7 +783,10 @@ CUresult cuMemAlloc(CUdeviceptr *ptr, size_t bytes) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuMemAllocAsync(CUdeviceptr *ptr, size_t bytes, CUstream) {
+CUresult cuMemAllocAsync(CUdeviceptr *ptr, size_t bytes, CUstream stream) {
+  // A captured allocation is a graph memory node on a GPU: not emulated.
+  if (CUresult r = refuseWhileCapturing(stream, "cuMemAllocAsync"))
+    return r;
   spmd::emu::count(spmd::emu::Count::Alloc, bytes);
   *ptr = reinterpret_cast<CUdeviceptr>(allocate(bytes));
   return CUDA_SUCCESS;
@@ -701,6 +836,9 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                    bytes);
   if (isPageable(d) || isPageable(s)) {
     // Pageable host memory: after the stream's earlier work, at once.
+    if (CUresult r = refuseWhileCapturing(stream, "a copy to or from "
+                                                  "pageable host memory"))
+      return r;
     spmd::emu::count(spmd::emu::Count::HostWait);
     drain(streamOf(stream));
     DeviceAccess device;
@@ -734,6 +872,8 @@ CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *copy, CUstream stream) {
 }
 
 CUresult cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
+  if (CUresult r = refuseWhileCapturing(nullptr, "cuMemsetD8"))
+    return r;
   spmd::emu::count(spmd::emu::Count::Memset);
   spmd::emu::count(spmd::emu::Count::HostWait);
   drainAll();
@@ -826,7 +966,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridX, unsigned int gridY,
     spmd::emu::fail(f->name + ": dynamic shared memory and `extra` launch "
                               "parameters are not emulated");
   spmd::emu::count(spmd::emu::Count::Launch);
-  ++steps().back().kernels[f->name];
+  if (!drv().capturing)
+    ++steps().back().kernels[f->name];
   // The parameters are read at launch, as the driver does.
   int64_t count = f->params[0];
   size_t total = 0;
@@ -848,6 +989,96 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridX, unsigned int gridY,
              checkKernelPointer);
     (void)storage;
   });
+  return CUDA_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Stream capture and graphs
+//===----------------------------------------------------------------------===//
+
+CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode) {
+  CUstream_st &s = streamOf(stream);
+  if (&s == &drv().nullStream)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (s.capture)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  // Every mode behaves as relaxed here: what a capture cannot hold (a host
+  // wait on a captured stream or event, a dependency crossing its
+  // boundary, a captured allocation) is refused in all of them.
+  auto *g = new CUgraph_st;
+  g->origin = stream;
+  s.capture = g;
+  ++drv().capturing;
+  s.captured = s.joinedUpTo = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status) {
+  CUstream_st &s = streamOf(stream);
+  *status = !s.capture           ? CU_STREAM_CAPTURE_STATUS_NONE
+            : s.capture->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                 : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
+  CUstream_st &s = streamOf(stream);
+  *graph = nullptr;
+  if (!s.capture)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  CUgraph_st *g = s.capture;
+  if (g->origin != stream)
+    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+  // The capture ends for every stream in it.
+  bool unjoined = false;
+  for (CUstream j : g->joined) {
+    unjoined |= j->joinedUpTo < j->captured;
+    j->capture = nullptr;
+  }
+  s.capture = nullptr;
+  --drv().capturing;
+  if (g->invalid || unjoined) {
+    if (const char *v = std::getenv("SPMD_EMU_REPORT"); v && *v == '1')
+      std::fprintf(stderr, "spmd gpu emulator: capture failed: %s\n",
+                   g->invalid ? g->invalid
+                              : "a joined stream's work was not joined back");
+    CUresult error = g->invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                                : CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    delete g;
+    return error;
+  }
+  *graph = g;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
+                                     unsigned long long) {
+  auto *e = new CUgraphExec_st;
+  e->items = graph->items;
+  *exec = e;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  if (streamOf(stream).capture)
+    return invalidate(streamOf(stream).capture,
+                      CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                      "a graph launched into a capture (not emulated)");
+  spmd::emu::count(spmd::emu::Count::GraphLaunch);
+  for (const std::function<bool()> &item : exec->items) {
+    spmd::emu::count(spmd::emu::Count::GraphNode);
+    spmd::emu::enqueuePolled(stream, item);
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  delete exec;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph graph) {
+  delete graph;
   return CUDA_SUCCESS;
 }
 

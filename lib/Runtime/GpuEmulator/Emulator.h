@@ -53,6 +53,10 @@ enum class Count {
   CopyD2H,
   CopyD2D,
   Memset,
+  GraphLaunch, // cuGraphLaunch
+  GraphNode,   // a node a graph launch ran (its kernels, GEMMs, ...)
+  Captured,    // a launch, GEMM, collective, copy or memset captured into a
+               // graph (recorded, not run: not counted as the above)
   NumCounts
 };
 

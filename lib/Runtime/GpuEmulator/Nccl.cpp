@@ -183,6 +183,9 @@ bool progress(Running &group) {
   for (Op &op : group.ops)
     if (op.finish)
       op.finish();
+  // Ready to run again: a captured group runs at every graph launch.
+  group.posted = false;
+  group.requests.clear();
   return true;
 }
 

@@ -17,7 +17,8 @@
 //   bridge_step_cpu --check REF.txt   (the CPU path on N ranks vs REF)
 //   bridge_step_gpu REF.txt           (the GPU path vs REF)
 // SPMD_STEP_VERBOSE=1: rank 0 lists every state that deviates;
-// SPMD_TRACE=DIR: the 3 steps are traced (StepDriver.h's StepTrace).
+// SPMD_TRACE=DIR: the 3 steps are traced (StepDriver.h's StepTrace);
+// SPMD_CUDA_GRAPH=1: steps 2 and 3 run as one CUDA graph (GraphSteps).
 #include "../../../../bench/gpu/StepDriver.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
@@ -151,25 +152,25 @@ int main(int argc, char **argv) {
   using Fn = void (*)(...);
   Fn step = reinterpret_cast<Fn>(&train_step);
   StepTrace trace;
+  GraphSteps graph;
+  bool known = args.size() == 10 || args.size() == 12 || args.size() == 14;
+  if (!known) {
+    std::fprintf(stderr, "unexpected inputs\n");
+    return 2;
+  }
   for (int s = 0; s < 3; ++s) {
     trace.beginStep();
-    switch (args.size()) {
-    case 10: // 1-D, 1-D
-      step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-           args[7], args[8], args[9]);
-      break;
-    case 12: // 2-D, 1-D or 1-D, 2-D
-      step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-           args[7], args[8], args[9], args[10], args[11]);
-      break;
-    case 14: // 2-D, 2-D
-      step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-           args[7], args[8], args[9], args[10], args[11], args[12], args[13]);
-      break;
-    default:
-      std::fprintf(stderr, "unexpected inputs\n");
-      return 2;
-    }
+    graph.run([&] {
+      if (args.size() == 10) // 1-D, 1-D
+        step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+             args[7], args[8], args[9]);
+      else if (args.size() == 12) // 2-D, 1-D or 1-D, 2-D
+        step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+             args[7], args[8], args[9], args[10], args[11]);
+      else // 2-D, 2-D
+        step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+             args[7], args[8], args[9], args[10], args[11], args[12], args[13]);
+    });
     trace.endStep();
   }
   if (!trace.finish(rank))
