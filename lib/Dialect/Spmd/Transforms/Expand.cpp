@@ -86,8 +86,47 @@ private:
   /// This rank's size of a dimension of global size `size` split unevenly
   /// over axis `axis`: clamp(size - idx * c, 0, c), c = ceil(size / n).
   Value unevenSize(int64_t size, unsigned axis, Location loc);
+  /// `value` (of global type `global`, placed `from`) placed `to`: the
+  /// changes undone inner axis to outer, then applied outer to inner, each
+  /// by one of the steps below.
   FailureOr<Value> redistribute(Value value, RankedTensorType global,
                                 Placements from, Placements to, Location loc);
+  // The steps of redistribute. Each takes `v` placed `cur`, changes one
+  // mesh axis (with what that needs on the inner axes), updates `cur` and
+  // returns the new value.
+  /// An op that is built in any layout (empty, fill): built in `to`, but a
+  /// Partial that is not the fill of the reduction's identity stays
+  /// replicated (`from` is set to what was built).
+  FailureOr<Value> materializeFlexible(Value value, RankedTensorType global,
+                                       Placements &from,
+                                       ArrayRef<PlacementAttr> to,
+                                       Location loc);
+  /// Partial -> Shard(d) on `axis`: a reduce_scatter (uneven sizes padded
+  /// to n * ceil(N / n), this rank's part kept).
+  FailureOr<Value> partialToShard(Value v, RankedTensorType global,
+                                  Placements &cur, unsigned axis, ShardAttr to,
+                                  Location loc);
+  /// Partial -> Replicate on `axis`: an all_reduce.
+  Value partialToReplicate(Value v, RankedTensorType global, Placements &cur,
+                           unsigned axis, Location loc);
+  /// Shard(i) -> Shard(j) on `axis`: an all_to_all.
+  FailureOr<Value> shardToShard(Value v, RankedTensorType global,
+                                Placements &cur, unsigned axis, ShardAttr to,
+                                Location loc);
+  /// Undoes `axis`'s shard (the inner axes splitting the same dimension
+  /// first): an all_to_all when it becomes another even shard, else an
+  /// all_gather.
+  FailureOr<Value> unshardAxis(Value v, RankedTensorType global,
+                               Placements &cur, unsigned axis,
+                               ArrayRef<PlacementAttr> to, Location loc);
+  /// Replicate -> Shard(d) on `axis`: this rank's slice (no communication).
+  FailureOr<Value> shardAxis(Value v, RankedTensorType global, Placements &cur,
+                             unsigned axis, ShardAttr to, Location loc);
+  /// Gathers the axes inside `axis` that shard `dim`.
+  FailureOr<Value> gatherInnerAxes(Value v, RankedTensorType global,
+                                   Placements &cur, unsigned axis, int64_t dim,
+                                   Location loc);
+  bool evenOn(RankedTensorType global, int64_t dim, unsigned axis);
   FailureOr<Value> materialize(Operation *def, RankedTensorType global,
                                ArrayRef<PlacementAttr> to, Location loc);
   FailureOr<Value> gather(Value v, RankedTensorType global, Placements &cur,
@@ -405,6 +444,192 @@ FailureOr<Value> Expander::materialize(Operation *def, RankedTensorType global,
       .getResult(0);
 }
 
+/// The dimension `p` shards, or -1.
+static int64_t shardDimOf(PlacementAttr p) {
+  auto s = dyn_cast<ShardAttr>(p);
+  return s ? s.getDim() : -1;
+}
+
+/// Whether an axis other than `axis` shards dimension `dim` in `ps`.
+static bool shardedElsewhere(ArrayRef<PlacementAttr> ps, int64_t dim,
+                             unsigned axis) {
+  for (auto [a, p] : llvm::enumerate(ps))
+    if (a != axis && shardDimOf(p) == dim)
+      return true;
+  return false;
+}
+
+bool Expander::evenOn(RankedTensorType global, int64_t dim, unsigned axis) {
+  return global.getDimSize(dim) % mesh.getShape()[axis] == 0;
+}
+
+FailureOr<Value> Expander::materializeFlexible(Value value,
+                                               RankedTensorType global,
+                                               Placements &from,
+                                               ArrayRef<PlacementAttr> to,
+                                               Location loc) {
+  // Build it in the wanted layout; a Partial of anything but a fill of the
+  // reduction's identity is then made from the replicated copy.
+  Operation *def = value.getDefiningOp();
+  Placements direct(to);
+  for (auto [a, p] : llvm::enumerate(to)) {
+    auto partial = dyn_cast<PartialAttr>(p);
+    if (!partial)
+      continue;
+    Attribute fillValue;
+    if (auto fillOp = dyn_cast<linalg::FillOp>(def))
+      matchPattern(fillOp.getDpsInputOperand(0)->get(), m_Constant(&fillValue));
+    if (!isa<tensor::EmptyOp>(def) &&
+        !isIdentityOf(fillValue, partial.getKind()))
+      direct[a] = ReplicateAttr::get(ctx);
+  }
+  FailureOr<Value> built = materialize(def, global, direct, loc);
+  if (succeeded(built))
+    from = direct;
+  return built;
+}
+
+FailureOr<Value> Expander::partialToShard(Value v, RankedTensorType global,
+                                          Placements &cur, unsigned axis,
+                                          ShardAttr to, Location loc) {
+  auto partial = cast<PartialAttr>(cur[axis]);
+  int64_t d = to.getDim();
+  Placements next = cur;
+  next[axis] = to;
+  FailureOr<RankedTensorType> finalType = localType(global, next, loc);
+  if (failed(finalType))
+    return failure();
+  StaticPadding padding = padDynamicDims(v, global, cur, d, loc);
+  v = padding.value;
+  RankedTensorType outType = padding.padType(*finalType);
+  auto inType = cast<RankedTensorType>(v.getType());
+  auto axes = b.getDenseI64ArrayAttr({axis});
+  auto kind = ReductionKindAttr::get(ctx, partial.getKind());
+  if (evenOn(global, d, axis)) {
+    v = ReduceScatterOp::create(b, loc, TypeRange{outType}, ValueRange{v},
+                                meshRef, axes, kind, b.getI64IntegerAttr(d))
+            .getResult(0);
+  } else {
+    // Pad to n * ceil(N / n), reduce-scatter, keep this rank's part.
+    int64_t n = mesh.getShape()[axis];
+    int64_t size = inType.getDimSize(d);
+    int64_t chunk = (size + n - 1) / n;
+    SmallVector<int64_t> shape(inType.getShape());
+    shape[d] = chunk * n;
+    SmallVector<OpFoldResult> low(inType.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> high(low);
+    high[d] = b.getIndexAttr(chunk * n - size);
+    Value zero = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(inType.getElementType()));
+    Value padded =
+        tensor::PadOp::create(b, loc, inType.clone(shape), v, low, high, zero);
+    shape[d] = chunk;
+    Value scattered =
+        ReduceScatterOp::create(b, loc, TypeRange{inType.clone(shape)},
+                                ValueRange{padded}, meshRef, axes, kind,
+                                b.getI64IntegerAttr(d))
+            .getResult(0);
+    SmallVector<OpFoldResult> offsets(inType.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(inType.getRank(), b.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, scattered);
+    sizes[d] = unevenSize(size, axis, loc);
+    v = tensor::ExtractSliceOp::create(b, loc, outType, scattered, offsets,
+                                       sizes, strides);
+  }
+  cur = next;
+  return cutPadding(v, padding, *finalType, loc);
+}
+
+Value Expander::partialToReplicate(Value v, RankedTensorType global,
+                                   Placements &cur, unsigned axis,
+                                   Location loc) {
+  auto partial = cast<PartialAttr>(cur[axis]);
+  auto type = cast<RankedTensorType>(v.getType());
+  StaticPadding padding = padDynamicDims(v, global, cur, -1, loc);
+  Value reduced =
+      AllReduceOp::create(b, loc, TypeRange{padding.padType(type)},
+                          ValueRange{padding.value}, meshRef,
+                          b.getDenseI64ArrayAttr({axis}),
+                          ReductionKindAttr::get(ctx, partial.getKind()))
+          .getResult(0);
+  cur[axis] = ReplicateAttr::get(ctx);
+  return cutPadding(reduced, padding, type, loc);
+}
+
+FailureOr<Value> Expander::shardToShard(Value v, RankedTensorType global,
+                                        Placements &cur, unsigned axis,
+                                        ShardAttr to, Location loc) {
+  int64_t i = shardDimOf(cur[axis]), j = to.getDim();
+  Placements next = cur;
+  next[axis] = to;
+  FailureOr<RankedTensorType> outType = localType(global, next, loc);
+  if (failed(outType))
+    return failure();
+  StaticPadding padding = padDynamicDims(v, global, cur, -1, loc);
+  Value exchanged =
+      AllToAllOp::create(b, loc, TypeRange{padding.padType(*outType)},
+                         ValueRange{padding.value}, meshRef,
+                         b.getDenseI64ArrayAttr({axis}), b.getI64IntegerAttr(j),
+                         b.getI64IntegerAttr(i))
+          .getResult(0);
+  cur = next;
+  return cutPadding(exchanged, padding, *outType, loc);
+}
+
+FailureOr<Value> Expander::gatherInnerAxes(Value v, RankedTensorType global,
+                                           Placements &cur, unsigned axis,
+                                           int64_t dim, Location loc) {
+  for (unsigned inner = axis + 1; inner < rank; ++inner) {
+    if (shardDimOf(cur[inner]) != dim)
+      continue;
+    FailureOr<Value> g = gather(v, global, cur, inner, dim, loc);
+    if (failed(g))
+      return failure();
+    v = *g;
+  }
+  return v;
+}
+
+FailureOr<Value> Expander::unshardAxis(Value v, RankedTensorType global,
+                                       Placements &cur, unsigned axis,
+                                       ArrayRef<PlacementAttr> to,
+                                       Location loc) {
+  int64_t i = shardDimOf(cur[axis]);
+  // An inner axis splitting the same dimension goes first.
+  FailureOr<Value> inner = gatherInnerAxes(v, global, cur, axis, i, loc);
+  if (failed(inner))
+    return failure();
+  v = *inner;
+  // A shard moving to another dimension of the same axis: one all_to_all
+  // when both split evenly and no other axis is involved.
+  auto toShard = dyn_cast<ShardAttr>(to[axis]);
+  if (toShard && toShard.getDim() != i && !shardedElsewhere(cur, i, axis) &&
+      !shardedElsewhere(cur, toShard.getDim(), axis) &&
+      !shardedElsewhere(to, toShard.getDim(), axis) &&
+      evenOn(global, i, axis) && evenOn(global, toShard.getDim(), axis))
+    return shardToShard(v, global, cur, axis, toShard, loc);
+  return gather(v, global, cur, axis, i, loc);
+}
+
+FailureOr<Value> Expander::shardAxis(Value v, RankedTensorType global,
+                                     Placements &cur, unsigned axis,
+                                     ShardAttr to, Location loc) {
+  FailureOr<Value> inner =
+      gatherInnerAxes(v, global, cur, axis, to.getDim(), loc);
+  if (failed(inner))
+    return failure();
+  Placements next = cur;
+  next[axis] = to;
+  FailureOr<RankedTensorType> outType = localType(global, next, loc);
+  if (failed(outType))
+    return failure();
+  cur = next;
+  Value sliced = LocalSliceOp::create(b, loc, *outType, *inner, meshRef,
+                                      b.getDenseI64ArrayAttr({axis}),
+                                      b.getI64IntegerAttr(to.getDim()));
+  return sliced;
+}
+
 FailureOr<Value> Expander::redistribute(Value value, RankedTensorType global,
                                         Placements from, Placements to,
                                         Location loc) {
@@ -422,187 +647,48 @@ FailureOr<Value> Expander::redistribute(Value value, RankedTensorType global,
     return cached;
 
   Value v = value;
-  Operation *def = value.getDefiningOp();
-  if (isFlexibleOp(def)) {
-    // Build it in the wanted layout; a Partial of anything but a fill of the
-    // reduction's identity is then made from the replicated copy.
-    Placements direct = to;
-    bool needsMask = false;
-    for (auto [a, p] : llvm::enumerate(to)) {
-      auto partial = dyn_cast<PartialAttr>(p);
-      if (!partial)
-        continue;
-      Attribute fillValue;
-      if (auto fillOp = dyn_cast<linalg::FillOp>(def))
-        matchPattern(fillOp.getDpsInputOperand(0)->get(),
-                     m_Constant(&fillValue));
-      if (!isa<tensor::EmptyOp>(def) &&
-          !isIdentityOf(fillValue, partial.getKind())) {
-        direct[a] = ReplicateAttr::get(ctx);
-        needsMask = true;
-      }
-    }
-    FailureOr<Value> built = materialize(def, global, direct, loc);
+  Placements cur = from;
+  if (isFlexibleOp(value.getDefiningOp())) {
+    FailureOr<Value> built = materializeFlexible(value, global, cur, to, loc);
     if (failed(built))
       return failure();
     v = *built;
-    if (!needsMask) {
-      cache[key] = v;
-      return v;
-    }
-    from = direct;
   }
-
-  Placements cur = from;
-  auto partialOf = [](PlacementAttr p) { return dyn_cast<PartialAttr>(p); };
-  auto shardDim = [](PlacementAttr p) -> int64_t {
-    auto s = dyn_cast<ShardAttr>(p);
-    return s ? s.getDim() : -1;
-  };
-  auto shardedElsewhere = [&](const Placements &ps, int64_t dim,
-                              unsigned axis) {
-    for (auto [a, p] : llvm::enumerate(ps))
-      if (a != axis && shardDim(p) == dim)
-        return true;
-    return false;
-  };
-  auto evenOn = [&](int64_t dim, unsigned axis) {
-    return global.getDimSize(dim) % mesh.getShape()[axis] == 0;
-  };
 
   // Inner to outer: undo the shards and partials that change.
   for (int a = rank - 1; a >= 0; --a) {
     if (cur[a] == to[a])
       continue;
-    auto axes = b.getDenseI64ArrayAttr({a});
-    if (auto partial = partialOf(cur[a])) {
-      int64_t d = shardDim(to[a]);
-      if (d >= 0 && !shardedElsewhere(cur, d, a) &&
-          !shardedElsewhere(to, d, a)) {
-        Placements next = cur;
-        next[a] = to[a];
-        FailureOr<RankedTensorType> finalType = localType(global, next, loc);
-        if (failed(finalType))
-          return failure();
-        StaticPadding padding = padDynamicDims(v, global, cur, d, loc);
-        v = padding.value;
-        RankedTensorType outType = padding.padType(*finalType);
-        auto inType = cast<RankedTensorType>(v.getType());
-        int64_t n = mesh.getShape()[a];
-        auto kind = ReductionKindAttr::get(ctx, partial.getKind());
-        if (evenOn(d, a)) {
-          v = ReduceScatterOp::create(b, loc, TypeRange{outType}, ValueRange{v},
-                                      meshRef, axes, kind,
-                                      b.getI64IntegerAttr(d))
-                  .getResult(0);
-        } else {
-          // Pad to n * ceil(N / n), reduce-scatter, keep this rank's part.
-          int64_t size = inType.getDimSize(d);
-          int64_t chunk = (size + n - 1) / n;
-          SmallVector<int64_t> shape(inType.getShape());
-          shape[d] = chunk * n;
-          SmallVector<OpFoldResult> low(inType.getRank(), b.getIndexAttr(0));
-          SmallVector<OpFoldResult> high(low);
-          high[d] = b.getIndexAttr(chunk * n - size);
-          Value zero = arith::ConstantOp::create(
-              b, loc, b.getZeroAttr(inType.getElementType()));
-          Value padded = tensor::PadOp::create(b, loc, inType.clone(shape), v,
-                                               low, high, zero);
-          shape[d] = chunk;
-          Value scattered =
-              ReduceScatterOp::create(b, loc, TypeRange{inType.clone(shape)},
-                                      ValueRange{padded}, meshRef, axes, kind,
-                                      b.getI64IntegerAttr(d))
-                  .getResult(0);
-          SmallVector<OpFoldResult> offsets(inType.getRank(),
-                                            b.getIndexAttr(0));
-          SmallVector<OpFoldResult> strides(inType.getRank(),
-                                            b.getIndexAttr(1));
-          SmallVector<OpFoldResult> sizes =
-              tensor::getMixedSizes(b, loc, scattered);
-          sizes[d] = unevenSize(size, a, loc);
-          v = tensor::ExtractSliceOp::create(b, loc, outType, scattered,
-                                             offsets, sizes, strides);
-        }
-        v = cutPadding(v, padding, *finalType, loc);
-        cur = next;
-        continue;
-      }
-      auto type = cast<RankedTensorType>(v.getType());
-      StaticPadding padding = padDynamicDims(v, global, cur, -1, loc);
-      Value reduced =
-          AllReduceOp::create(b, loc, TypeRange{padding.padType(type)},
-                              ValueRange{padding.value}, meshRef, axes,
-                              ReductionKindAttr::get(ctx, partial.getKind()))
-              .getResult(0);
-      v = cutPadding(reduced, padding, type, loc);
-      cur[a] = ReplicateAttr::get(ctx);
-      continue;
+    FailureOr<Value> next = v;
+    if (isa<PartialAttr>(cur[a])) {
+      auto shard = dyn_cast<ShardAttr>(to[a]);
+      if (shard && !shardedElsewhere(cur, shard.getDim(), a) &&
+          !shardedElsewhere(to, shard.getDim(), a))
+        next = partialToShard(v, global, cur, a, shard, loc);
+      else
+        next = partialToReplicate(v, global, cur, a, loc);
+    } else if (isa<ShardAttr>(cur[a])) {
+      next = unshardAxis(v, global, cur, a, to, loc);
     }
-    int64_t i = shardDim(cur[a]);
-    if (i < 0)
-      continue; // replicate: handled below
-    // An inner axis splitting the same dimension goes first.
-    for (unsigned inner = a + 1; inner < rank; ++inner)
-      if (shardDim(cur[inner]) == i) {
-        FailureOr<Value> g = gather(v, global, cur, inner, i, loc);
-        if (failed(g))
-          return failure();
-        v = *g;
-      }
-    int64_t j = shardDim(to[a]);
-    if (j >= 0 && j != i && !shardedElsewhere(cur, i, a) &&
-        !shardedElsewhere(cur, j, a) && !shardedElsewhere(to, j, a) &&
-        evenOn(i, a) && evenOn(j, a)) {
-      Placements next = cur;
-      next[a] = to[a];
-      FailureOr<RankedTensorType> outType = localType(global, next, loc);
-      if (failed(outType))
-        return failure();
-      StaticPadding padding = padDynamicDims(v, global, cur, -1, loc);
-      Value exchanged =
-          AllToAllOp::create(b, loc, TypeRange{padding.padType(*outType)},
-                             ValueRange{padding.value}, meshRef, axes,
-                             b.getI64IntegerAttr(j), b.getI64IntegerAttr(i))
-              .getResult(0);
-      v = cutPadding(exchanged, padding, *outType, loc);
-      cur = next;
-      continue;
-    }
-    FailureOr<Value> g = gather(v, global, cur, a, i, loc);
-    if (failed(g))
+    if (failed(next))
       return failure();
-    v = *g;
+    v = *next;
   }
 
   // Outer to inner: apply the new shards and partials.
   for (unsigned a = 0; a < rank; ++a) {
     if (cur[a] == to[a])
       continue;
-    if (int64_t d = shardDim(to[a]); d >= 0) {
-      for (unsigned inner = a + 1; inner < rank; ++inner)
-        if (shardDim(cur[inner]) == d) {
-          FailureOr<Value> g = gather(v, global, cur, inner, d, loc);
-          if (failed(g))
-            return failure();
-          v = *g;
-        }
-      Placements next = cur;
-      next[a] = to[a];
-      FailureOr<RankedTensorType> outType = localType(global, next, loc);
-      if (failed(outType))
-        return failure();
-      v = LocalSliceOp::create(b, loc, *outType, v, meshRef,
-                               b.getDenseI64ArrayAttr({a}),
-                               b.getI64IntegerAttr(d));
-      cur = next;
-    } else if (auto partial = partialOf(to[a])) {
-      FailureOr<Value> p = toPartial(v, a, partial.getKind(), loc);
-      if (failed(p))
-        return failure();
-      v = *p;
+    FailureOr<Value> next = v;
+    if (auto shard = dyn_cast<ShardAttr>(to[a])) {
+      next = shardAxis(v, global, cur, a, shard, loc);
+    } else if (auto partial = dyn_cast<PartialAttr>(to[a])) {
+      next = toPartial(v, a, partial.getKind(), loc);
       cur[a] = to[a];
     }
+    if (failed(next))
+      return failure();
+    v = *next;
   }
   cache[key] = v;
   return v;
