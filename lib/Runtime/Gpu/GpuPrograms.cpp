@@ -1,0 +1,269 @@
+//===- GpuPrograms.cpp - compiled programs on the GPU ---------------------===//
+//
+// What a compiled program's host code calls around its device work: the
+// program stream (spmdGpuProgramBegin/End; SpmdGpuRuntime.h), its end's
+// synchronization, whole steps as CUDA graphs, and the state registry and
+// constants in device memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../JobChecks.h"
+#include "../MeshGroup.h"
+#include "../Trace.h"
+#include "GpuCommon.h"
+#include "GpuTrace.h"
+#include "NcclRuntime.h"
+
+#include "Spmd/Runtime/SpmdGpuRuntime.h"
+#include "Spmd/Runtime/SpmdRuntime.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace spmd::gpu::nccl;
+
+CUstream spmd::gpu::programStream() {
+  return rt().programDepth > 0 ? rt().programStream : nullptr;
+}
+
+void spmd::gpu::synchronize(CUstream stream) {
+  Runtime &r = rt();
+  if (r.capturing && stream == r.programStream) {
+    // The end of a captured step: nothing ran, nothing to wait for; each
+    // launch of the graph waits instead.
+    if (r.pendingOp) {
+      r.capturedOp = r.pendingOp;
+      r.capturedPacked = r.pendingPacked;
+      r.capturedMask = r.pendingMask;
+    }
+    r.pendingOp = nullptr;
+    return;
+  }
+  int64_t waitStart = spmd::trace::on() ? spmd::trace::now() : 0;
+  if (stream && stream == r.programStream && r.pendingOp) {
+    // Collectives in flight: wait watching for failed peers and the
+    // timeout, as spmdWait does outside programs.
+    spmd::gpu::checkCu(cuEventRecord(r.programEvent, stream),
+                       "cuEventRecord (program stream)");
+    waitPolling(r.programEvent, r.pendingOp, r.pendingPacked, r.pendingMask);
+    r.pendingOp = nullptr;
+  }
+  checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize");
+  if (waitStart && spmd::trace::on())
+    spmd::trace::record("wait for the GPU", "wait", waitStart,
+                        spmd::trace::now(), "", spmd::trace::kComputeThread);
+}
+
+extern "C" {
+
+static void ensureProgramStream() {
+  spmd::gpu::ensureContext();
+  Runtime &r = rt();
+  if (!r.programStream) {
+    spmd::gpu::checkCu(cuStreamCreate(&r.programStream, CU_STREAM_NON_BLOCKING),
+                       "cuStreamCreate (program stream)");
+    spmd::gpu::trace::nameStream(r.programStream, "GPU program stream");
+    spmd::gpu::checkCu(cuEventCreate(&r.programEvent, CU_EVENT_DISABLE_TIMING),
+                       "cuEventCreate (program stream)");
+  }
+}
+
+void spmdGpuProgramBegin(void) {
+  ensureProgramStream();
+  ++rt().programDepth;
+}
+
+void spmdGpuGraphCaptureBegin(void) {
+  Runtime &r = rt();
+  const char *what = "spmdGpuGraphCaptureBegin";
+  if (r.capturing)
+    spmd::gpu::fail(what, "a capture is already open");
+  if (r.programDepth > 0)
+    spmd::gpu::fail(what, "called inside a compiled step");
+  if (r.checkedPrograms.empty())
+    spmd::gpu::fail(what, "run the step once before capturing it: its first "
+                          "call sets up NCCL, cuBLAS, its constants and the "
+                          "ranks' program check, which wait for the device");
+  ensureProgramStream();
+  spmd::gpu::checkCu(
+      cuStreamBeginCapture(r.programStream, CU_STREAM_CAPTURE_MODE_RELAXED),
+      "cuStreamBeginCapture (program stream)");
+  spmd::gpu::cacheCaptureBegin();
+  r.capturing = true;
+  r.capturedOp = nullptr;
+  r.capturedPacked = r.capturedMask = 0;
+}
+
+int64_t spmdGpuGraphCaptureEnd(void) {
+  Runtime &r = rt();
+  if (!r.capturing)
+    spmd::gpu::fail("spmdGpuGraphCaptureEnd", "no capture is open");
+  if (r.programDepth > 0)
+    spmd::gpu::fail("spmdGpuGraphCaptureEnd", "called inside a compiled step");
+  r.capturing = false;
+  auto *g = new Graph;
+  CUresult ended = cuStreamEndCapture(r.programStream, &g->graph);
+  g->buffers = spmd::gpu::cacheCaptureEnd();
+  if (ended != CUDA_SUCCESS) {
+    const char *name = nullptr;
+    cuGetErrorName(ended, &name);
+    std::string what = std::string("the step could not be captured as a CUDA "
+                                   "graph (") +
+                       (name ? name : "unknown error") +
+                       "): between spmdGpuGraphCaptureBegin and End only "
+                       "compiled steps may run, and nothing may wait for "
+                       "the device";
+    spmd::gpu::fail("spmdGpuGraphCaptureEnd", what.c_str());
+  }
+  spmd::gpu::checkCu(cuGraphInstantiate(&g->exec, g->graph, 0),
+                     "cuGraphInstantiate");
+  g->op = r.capturedOp;
+  g->packed = r.capturedPacked;
+  g->mask = r.capturedMask;
+  r.launchIsCapturedStep = true;
+  return reinterpret_cast<int64_t>(g);
+}
+
+void spmdGpuGraphLaunch(int64_t graph) {
+  Runtime &r = rt();
+  auto *g = reinterpret_cast<Graph *>(graph);
+  if (!g)
+    spmd::gpu::fail("spmdGpuGraphLaunch", "no graph");
+  if (r.capturing || r.programDepth > 0)
+    spmd::gpu::fail("spmdGpuGraphLaunch",
+                    "called inside a capture or a compiled step");
+  if (!r.launchIsCapturedStep)
+    countStep();
+  r.launchIsCapturedStep = false;
+  CUevent traced = spmd::gpu::trace::begin(r.programStream);
+  spmd::gpu::checkCu(cuGraphLaunch(g->exec, r.programStream), "cuGraphLaunch");
+  if (traced)
+    spmd::gpu::trace::end(traced, r.programStream, "CUDA graph", "graph", "");
+  // Complete when it returns, as the step it replays; a collective in it
+  // is watched for failed peers as at the end of a step.
+  r.pendingOp = g->op;
+  r.pendingPacked = g->packed;
+  r.pendingMask = g->mask;
+  spmd::gpu::synchronize(r.programStream);
+}
+
+void spmdGpuGraphDestroy(int64_t graph) {
+  auto *g = reinterpret_cast<Graph *>(graph);
+  if (!g)
+    return;
+  spmd::gpu::synchronize(rt().programStream);
+  spmd::gpu::checkCu(cuGraphExecDestroy(g->exec), "cuGraphExecDestroy");
+  spmd::gpu::checkCu(cuGraphDestroy(g->graph), "cuGraphDestroy");
+  spmd::gpu::cacheReleaseGraph(g->buffers);
+  delete g;
+}
+
+void spmdGpuProgramEnd(void) {
+  if (rt().programDepth <= 0)
+    spmd::gpu::fail("spmdGpuProgramEnd", "no program is running");
+  --rt().programDepth;
+}
+
+int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype) {
+  spmd::gpu::ensureContext();
+  Runtime &r = rt();
+  auto it = r.states.find(name);
+  if (it == r.states.end()) {
+    State st;
+    st.bytes = bytes;
+    st.dtype = dtype;
+    if (bytes > 0) {
+      spmd::gpu::checkCu(cuMemAlloc(&st.buffer, static_cast<size_t>(bytes)),
+                         "cuMemAlloc (state)");
+      spmd::gpu::checkCu(cuMemsetD8(st.buffer, 0, static_cast<size_t>(bytes)),
+                         "cuMemsetD8 (state)");
+    }
+    it = r.states.emplace(name, st).first;
+    r.stateOrder.push_back(name);
+  } else if (it->second.bytes != bytes || it->second.dtype != dtype) {
+    std::string what = std::string("state \"") + name +
+                       "\" used with another size or element type";
+    spmd::gpu::fail("spmdGpuStateAddress", what.c_str());
+  }
+  return static_cast<int64_t>(it->second.buffer);
+}
+
+int64_t spmdGpuConstantAddress(int64_t host, int64_t bytes) {
+  spmd::gpu::ensureContext();
+  Runtime &r = rt();
+  const auto *data = reinterpret_cast<const char *>(host);
+  auto it = r.constants.find(host);
+  // The same bytes at the same address: the cached copy. (Other bytes at a
+  // known address: a program was unloaded and another loaded there.)
+  if (it != r.constants.end() && it->second.bytes == bytes &&
+      std::memcmp(it->second.host.data(), data, static_cast<size_t>(bytes)) ==
+          0)
+    return static_cast<int64_t>(it->second.buffer);
+  if (it != r.constants.end()) {
+    spmd::gpu::checkCu(cuCtxSynchronize(), "cuCtxSynchronize (constant)");
+    if (it->second.buffer)
+      spmd::gpu::checkCu(cuMemFree(it->second.buffer), "cuMemFree (constant)");
+    r.constants.erase(it);
+  }
+  Constant c;
+  c.bytes = bytes;
+  c.host.assign(data, data + bytes);
+  if (bytes > 0) {
+    spmd::gpu::checkCu(cuMemAlloc(&c.buffer, static_cast<size_t>(bytes)),
+                       "cuMemAlloc (constant)");
+    spmd::gpu::checkCu(cuMemcpyAsync(c.buffer, static_cast<CUdeviceptr>(host),
+                                     static_cast<size_t>(bytes), nullptr),
+                       "cuMemcpyAsync (constant)");
+    spmd::gpu::checkCu(cuStreamSynchronize(nullptr),
+                       "cuStreamSynchronize (constant)");
+  }
+  CUdeviceptr buffer = c.buffer;
+  r.constants.emplace(host, std::move(c));
+  return static_cast<int64_t>(buffer);
+}
+
+void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
+                       int32_t dtype) {
+  if (spmdGpuStateAddress(name, bytes, dtype) != address) {
+    std::string what = std::string("state \"") + name +
+                       "\" registered at another address than its buffer";
+    spmd::gpu::fail("spmdStateRegister", what.c_str());
+  }
+}
+
+int64_t spmdStateData(const char *name, int64_t *bytes) {
+  auto it = rt().states.find(name);
+  if (it == rt().states.end()) {
+    std::string what = std::string("unknown state \"") + name + "\"";
+    spmd::gpu::fail("spmdStateData", what.c_str());
+  }
+  if (bytes)
+    *bytes = it->second.bytes;
+  return static_cast<int64_t>(it->second.buffer);
+}
+
+int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype) {
+  int64_t have = 0;
+  int64_t address = spmdStateData(name, &have);
+  const State &st = rt().states[name];
+  if (have != bytes || st.dtype != dtype) {
+    std::string what =
+        std::string("state \"") + name + "\" has another size or element type";
+    spmd::gpu::fail("spmdStateBind", what.c_str());
+  }
+  return address;
+}
+
+int64_t spmdStateCount(void) {
+  return static_cast<int64_t>(rt().stateOrder.size());
+}
+
+const char *spmdStateName(int64_t index) {
+  if (index < 0 || index >= spmdStateCount())
+    spmd::gpu::fail("spmdStateName", "index out of range");
+  return rt().stateOrder[static_cast<size_t>(index)].c_str();
+}
+
+} // extern "C"
