@@ -14,3 +14,14 @@ spmd.mesh @dp(shape = 4)
 func.func @dynamic(%x: tensor<?xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) -> tensor<?xf32> {
   return %x : tensor<?xf32>
 }
+
+// -----
+
+spmd.mesh @m(shape = 2)
+// expand_shape rebuilt with local sizes (its localizeSizes hook) needs a
+// static result shape when a dimension it splits is sharded.
+func.func @expand_dynamic(%x: tensor<?x8xf32> {spmd.spec = #spmd.spec<@m, [shard<1>]>}, %n: index) -> tensor<?x2x4xf32> {
+  // expected-error @+1 {{spmd-expand: expand_shape of a sharded dimension needs static sizes}}
+  %e = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 2, 4] : tensor<?x8xf32> into tensor<?x2x4xf32>
+  return %e : tensor<?x2x4xf32>
+}

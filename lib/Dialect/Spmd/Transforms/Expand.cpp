@@ -771,68 +771,31 @@ LogicalResult Expander::expandOp(Operation *op) {
 /// Ops that spell sizes out (slices, expand_shape) get the local sizes of the
 /// dimensions that are sharded (those are taken whole, see their rules).
 LogicalResult Expander::localizeSizes(Operation *op) {
+  // Each op says how (ShardingRuleOpInterface::localizeSizes, next to its
+  // rule): slices take their sharded dimensions' sizes from the local
+  // source, expand_shape its local result type.
+  auto withRule = dyn_cast<ShardingRuleOpInterface>(op);
+  if (!withRule)
+    return success();
   b.setInsertionPoint(op);
-  const ShardingRule &rule = rules.find(op)->second;
-  // Operand 0 is the (sliced or inserted) source; its dimensions with a
-  // factor are taken whole and follow the local source.
-  auto localSizes = [&](Value source, ArrayRef<OpFoldResult> global,
-                        RankedTensorType) {
-    auto local = cast<RankedTensorType>(source.getType());
-    SmallVector<OpFoldResult> sizes(global);
-    for (int64_t d = 0; d < local.getRank(); ++d) {
-      if (rule.operandDims[0][d] == ShardingRule::kNoFactor)
-        continue;
-      sizes[d] =
-          local.isDynamicDim(d)
-              ? OpFoldResult(tensor::DimOp::create(b, op->getLoc(), source, d)
-                                 .getResult())
-              : OpFoldResult(b.getIndexAttr(local.getDimSize(d)));
-    }
-    return sizes;
-  };
+  FailureOr<Operation *> local =
+      withRule.localizeSizes(b, rules.find(op)->second);
+  if (failed(local))
+    return failure();
+  if (!*local)
+    return success();
   // The rebuilt op's results stand for the old ones: later uses look up
   // their global type and placement.
-  auto replace = [&](Operation *newOp) {
-    for (auto [from, to] : llvm::zip(op->getResults(), newOp->getResults())) {
-      globalTypes[to] = globalTypes.lookup(from);
-      // Copied out first: inserting `to` may rehash the map.
-      if (auto it = placements.find(from); it != placements.end()) {
-        Placements layout = it->second;
-        placements[to] = std::move(layout);
-      }
+  for (auto [from, to] : llvm::zip(op->getResults(), (*local)->getResults())) {
+    globalTypes[to] = globalTypes.lookup(from);
+    // Copied out first: inserting `to` may rehash the map.
+    if (auto it = placements.find(from); it != placements.end()) {
+      Placements layout = it->second;
+      placements[to] = std::move(layout);
     }
-    op->replaceAllUsesWith(newOp);
-    dead.push_back(op);
-  };
-  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
-    auto globalType = globalTypes.lookup(slice.getResult());
-    auto sizes =
-        localSizes(slice.getSource(), slice.getMixedSizes(), globalType);
-    auto newOp = tensor::ExtractSliceOp::create(
-        b, op->getLoc(), slice.getType(), slice.getSource(),
-        slice.getMixedOffsets(), sizes, slice.getMixedStrides());
-    replace(newOp);
-    return success();
   }
-  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
-    auto globalType = globalTypes.lookup(insert.getResult());
-    auto sizes =
-        localSizes(insert.getSource(), insert.getMixedSizes(), globalType);
-    auto newOp = tensor::InsertSliceOp::create(
-        b, op->getLoc(), insert.getSource(), insert.getDest(),
-        insert.getMixedOffsets(), sizes, insert.getMixedStrides());
-    replace(newOp);
-    return success();
-  }
-  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-    if (!expand.getResultType().hasStaticShape())
-      return op->emitError("spmd-expand: expand_shape of a sharded "
-                           "dimension needs static sizes");
-    auto newOp = tensor::ExpandShapeOp::create(
-        b, op->getLoc(), expand.getResultType(), expand.getSrc(),
-        expand.getReassociationIndices());
-    replace(newOp);
-  }
+  op->replaceAllUsesWith(*local);
+  dead.push_back(op);
   return success();
 }
 

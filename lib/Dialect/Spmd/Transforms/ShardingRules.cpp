@@ -303,6 +303,23 @@ struct ReshapeRuleModel
     (void)single;
     return rule;
   }
+
+  /// expand_shape's result type holds the (now local) sizes; a collapse's
+  /// follows its operand.
+  FailureOr<Operation *> localizeSizes(Operation *op, OpBuilder &b,
+                                       const ShardingRule &) const {
+    if constexpr (std::is_same_v<OpTy, tensor::ExpandShapeOp>) {
+      auto expand = cast<tensor::ExpandShapeOp>(op);
+      if (!expand.getResultType().hasStaticShape())
+        return op->emitError("spmd-expand: expand_shape of a sharded "
+                             "dimension needs static sizes");
+      return tensor::ExpandShapeOp::create(
+                 b, op->getLoc(), expand.getResultType(), expand.getSrc(),
+                 expand.getReassociationIndices())
+          .getOperation();
+    }
+    return static_cast<Operation *>(nullptr);
+  }
 };
 
 /// A rule over `type`'s dimensions where only the dimensions `keep` may be
@@ -351,6 +368,26 @@ bool takesWhole(OffsetSizeAndStrideOpInterface slice, unsigned d,
          !slice.isDynamicStride(d) && slice.getStaticStride(d) == 1;
 }
 
+/// The sizes of a slice of `source` (operand 0 of `rule`, extracted or
+/// inserted) whose global sizes are `global`: its dimensions with a factor
+/// are taken whole, so they follow the local source.
+SmallVector<OpFoldResult> localSliceSizes(OpBuilder &b, Location loc,
+                                          Value source,
+                                          ArrayRef<OpFoldResult> global,
+                                          const ShardingRule &rule) {
+  auto local = cast<RankedTensorType>(source.getType());
+  SmallVector<OpFoldResult> sizes(global);
+  for (int64_t d = 0; d < local.getRank(); ++d) {
+    if (rule.operandDims[0][d] == ShardingRule::kNoFactor)
+      continue;
+    sizes[d] =
+        local.isDynamicDim(d)
+            ? OpFoldResult(tensor::DimOp::create(b, loc, source, d).getResult())
+            : OpFoldResult(b.getIndexAttr(local.getDimSize(d)));
+  }
+  return sizes;
+}
+
 /// extract_slice: dimensions taken whole may be sharded (not rank-reducing).
 struct ExtractSliceRuleModel
     : public ShardingRuleOpInterface::ExternalModel<ExtractSliceRuleModel,
@@ -365,6 +402,17 @@ struct ExtractSliceRuleModel
     });
     rule.linearSets.push_back({0});
     return rule;
+  }
+
+  FailureOr<Operation *> localizeSizes(Operation *op, OpBuilder &b,
+                                       const ShardingRule &rule) const {
+    auto slice = cast<tensor::ExtractSliceOp>(op);
+    SmallVector<OpFoldResult> sizes = localSliceSizes(
+        b, op->getLoc(), slice.getSource(), slice.getMixedSizes(), rule);
+    return tensor::ExtractSliceOp::create(
+               b, op->getLoc(), slice.getType(), slice.getSource(),
+               slice.getMixedOffsets(), sizes, slice.getMixedStrides())
+        .getOperation();
   }
 };
 
@@ -382,6 +430,17 @@ struct InsertSliceRuleModel
     });
     rule.linearSets.push_back({0, 1});
     return rule;
+  }
+
+  FailureOr<Operation *> localizeSizes(Operation *op, OpBuilder &b,
+                                       const ShardingRule &rule) const {
+    auto insert = cast<tensor::InsertSliceOp>(op);
+    SmallVector<OpFoldResult> sizes = localSliceSizes(
+        b, op->getLoc(), insert.getSource(), insert.getMixedSizes(), rule);
+    return tensor::InsertSliceOp::create(
+               b, op->getLoc(), insert.getSource(), insert.getDest(),
+               insert.getMixedOffsets(), sizes, insert.getMixedStrides())
+        .getOperation();
   }
 };
 

@@ -51,6 +51,21 @@ def Spmd_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   let methods = [
     InterfaceMethod<"Returns the rule, or failure when this instance has none.",
       "::mlir::FailureOr<::mlir::spmd::ShardingRule>", "getShardingRule">,
+    InterfaceMethod<[{
+      Called by `spmd-expand` once the op's operands and results have their
+      local types: rebuilds the op (at the builder's insertion point) where
+      its attributes or operands still hold global sizes (a slice's sizes,
+      a reshape's result shape) and returns the new op, whose results
+      replace this op's; returns null when nothing needs rebuilding (the
+      default: sizes that come from the operands follow them); failure with
+      a diagnostic when the op cannot be localized.
+    }], "::mlir::FailureOr<::mlir::Operation *>", "localizeSizes",
+      (ins "::mlir::OpBuilder &":$builder,
+           "const ::mlir::spmd::ShardingRule &":$rule),
+      /*methodBody=*/"",
+      /*defaultImplementation=*/[{
+        return static_cast<::mlir::Operation *>(nullptr);
+      }]>,
   ];
 }
 
