@@ -62,10 +62,7 @@ Cache &cache() {
 /// sizes share blocks; cuMemAlloc aligns to 256 anyway).
 size_t rounded(size_t bytes) { return (bytes + 511) / 512 * 512; }
 
-} // namespace
-
-namespace {
-
+/// Records that the capture being recorded uses `b`.
 void touch(Cache &c, Block *b) {
   if (c.capturing && !b->captured) {
     b->captured = true;

@@ -67,6 +67,8 @@ struct CUgraph_st {
   /// Set when the capture was invalidated (an operation a capture cannot
   /// hold); cuStreamEndCapture then fails.
   const char *invalid = nullptr;
+  /// False once the capture ended (events recorded in it outlive it).
+  std::shared_ptr<bool> open = std::make_shared<bool>(true);
 };
 
 struct CUgraphExec_st {
@@ -79,9 +81,11 @@ namespace {
 struct Marker {
   CUstream stream = nullptr;
   bool done = true;
-  /// Recorded in a capture: only streams of that capture may wait for it,
-  /// and only after `capturedCount` items of its stream.
+  /// Recorded in a capture (`captureOpen` set; true while it lasts): only
+  /// streams of that capture may wait for it, after `capturedCount` items
+  /// of its stream; the host may not wait for it.
   CUgraph_st *capture = nullptr;
+  std::shared_ptr<bool> captureOpen;
   size_t capturedCount = 0;
   /// When the stream reached it (steady clock, ns; 0 until then).
   int64_t reachedNs = 0;
@@ -686,6 +690,8 @@ CUresult cuStreamSynchronize(CUstream stream) {
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int) {
   std::shared_ptr<Marker> m = event->last;
   CUstream_st &s = streamOf(stream);
+  if (m->captureOpen && !*m->captureOpen)
+    return CUDA_ERROR_CAPTURED_EVENT; // recorded in a capture that ended
   if (m->capture) {
     // A dependency inside a capture: the stream joins it (or, being in it,
     // waits for a joined stream's work: that work is joined back).
@@ -729,6 +735,7 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
   if (CUstream_st &s = streamOf(stream); s.capture) {
     // A point in the capture other captured streams may wait for.
     m->capture = s.capture;
+    m->captureOpen = s.capture->open;
     m->capturedCount = s.captured;
     event->last = m;
     return CUDA_SUCCESS;
@@ -745,7 +752,7 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
 }
 
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
-  if (start->last->capture || end->last->capture)
+  if (start->last->captureOpen || end->last->captureOpen)
     return CUDA_ERROR_CAPTURED_EVENT;
   // As the driver: both must have been recorded and reached.
   if (!start->last->reachedNs || !end->last->reachedNs)
@@ -756,7 +763,7 @@ CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
 }
 
 CUresult cuEventSynchronize(CUevent event) {
-  if (event->last->capture)
+  if (event->last->captureOpen)
     return CUDA_ERROR_CAPTURED_EVENT;
   spmd::emu::count(spmd::emu::Count::HostWait);
   waitFor(event->last);
@@ -764,7 +771,7 @@ CUresult cuEventSynchronize(CUevent event) {
 }
 
 CUresult cuEventQuery(CUevent event) {
-  if (event->last->capture)
+  if (event->last->captureOpen)
     return CUDA_ERROR_CAPTURED_EVENT;
   spmd::emu::count(spmd::emu::Count::Query);
   // The host is waiting for it: run the stream up to the event, unless it
@@ -1036,6 +1043,7 @@ CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
     j->capture = nullptr;
   }
   s.capture = nullptr;
+  *g->open = false;
   --drv().capturing;
   if (g->invalid || unjoined) {
     if (const char *v = std::getenv("SPMD_EMU_REPORT"); v && *v == '1')

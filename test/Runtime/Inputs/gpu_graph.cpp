@@ -1,7 +1,8 @@
 // CUDA graphs on the GPU emulator, chosen by argv[1]:
 //   replay: a capture over two streams (the second joins through an event
 //   and is joined back) records copies without running them; each launch
-//   runs them again, reading the source anew;
+//   runs them again, reading the source anew (an event recorded in the
+//   capture cannot be waited for after it);
 //   unjoined: the joined stream's last work is never joined back, so the
 //   capture fails as CUDA's does (CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
 //   isolation: a captured stream waits for an event recorded outside the
@@ -81,6 +82,9 @@ int main(int argc, char **argv) {
     std::printf("end: %s\n", name(cuStreamEndCapture(s, &graph)));
     if (!graph)
       return 0;
+    // An event last recorded in the capture stays unusable after it.
+    std::printf("wait for a captured event: %s\n",
+                name(cuStreamWaitEvent(t, forked, 0)));
     cuStreamSynchronize(s);
     cuStreamSynchronize(t);
     std::printf("after capture: c = %g (nothing ran)\n", first(c));
