@@ -4,7 +4,8 @@
 # libSpmdGpuRuntime: the gradient step of grad_step.mlir.in (B x K -> N),
 # the example train step (examples/mlp_train_step.mlir, 5 steps of SGD with
 # momentum, train_step_main.cpp), every collective (a group of 1) and the
-# programs spmd.compile builds for four PyTorch models, compiled with spmd-gpu-opt
+# programs spmd.compile builds for four PyTorch models and for bench/gpt.py's
+# small GPT, compiled with spmd-gpu-opt
 # --spmd-lower-to-nvvm (cubins for sm_90); plus both compiled for the CPU
 # path and run here, whose outputs the GPU runs are checked against.
 # Everything lands in bench/gpu/out (a few MiB; carry that folder).
@@ -73,6 +74,13 @@ for m in $models; do
       -o "$out/${m}_local.mlir"
 done
 
+# bench/gpt.py's small GPT (4 layers, d=128, block 64, batch 16, AdamW), the
+# whole batch on one GPU: timed on the device next to PyTorch eager and
+# torch.compile (bench/gpu/torch_gpt.py).
+gpt_flags="-DROWS=16 -DXC=64 -DX_I64=1 -DX_RANGE=65 -DYC=64 -DY_I64=1 -DY_RANGE=65 -DTOLERANCE=1e-4"
+(cd "$SPMD_ROOT" && "$SPMD_PYTHON" bench/gpu/emit_gpt.py small) \
+  | spmd-opt --pass-pipeline="builtin.module(inline, symbol-dce, spmd-distribute, func.func(spmd-overlap-collectives))" \
+    -o "$out/gpt_local.mlir"
 # gpu NAME LOCAL.mlir DRIVER.cpp [FLAGS...]: the GPU executable out/NAME.
 gpu() {
   local name=$1 local_mlir=$2 driver=$3
@@ -114,6 +122,8 @@ for m in $models; do
   gpu "${m}_gpu" "$out/${m}_local.mlir" "$inputs/bridge_step_main.cpp" \
     ${model_flags[$m]}
 done
+# shellcheck disable=SC2086
+gpu gpt_gpu "$out/gpt_local.mlir" "$inputs/bridge_step_main.cpp" $gpt_flags
 cp "$SPMD_BUILD/lib/libSpmdGpuRuntime.so" "$out/"
 
 echo "== CPU path: spmd-opt --spmd-lower-to-cpu, run here for the references"
@@ -126,7 +136,11 @@ for m in $models; do
   cpu "${m}_cpu" "$out/${m}_local.mlir" "$inputs/bridge_step_main.cpp" \
     "${m}_ref.txt" ${model_flags[$m]}
 done
-cp "$here/check.sh" "$here/torch_eager.py" \
+# shellcheck disable=SC2086
+cpu gpt_cpu "$out/gpt_local.mlir" "$inputs/bridge_step_main.cpp" gpt_ref.txt \
+  $gpt_flags
+cp "$here/check.sh" "$here/torch_eager.py" "$here/torch_gpt.py" \
+  "$SPMD_ROOT/bench/gpt.py" \
   "$SPMD_ROOT/test/Integration/Collectives/check_collectives.py" \
   "$SPMD_ROOT/python/spmd/timeline.py" "$out/"
 if [ $emulate = 1 ]; then

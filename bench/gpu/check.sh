@@ -8,7 +8,9 @@
 # (a group of 1), the fused attention kernels against a float64 reference,
 # the programs spmd.compile builds for four PyTorch models
 # (and one under torch.autocast bfloat16) vs the CPU path, the same as CUDA
-# graphs (SPMD_CUDA_GRAPH=1), and a short
+# graphs (SPMD_CUDA_GRAPH=1), bench/gpt.py's small GPT checked then timed
+# (also as a CUDA graph) next to PyTorch eager and torch.compile on the same
+# GPU, and a short
 # table last. A folder built with `build.sh --emulate` runs the same against
 # the GPU emulator (no GPU; PyTorch's row is skipped).
 #
@@ -72,6 +74,19 @@ for m in mlp_sgd norm_adam transformer embed_adamw norm_adam_bf16; do
   SPMD_CUDA_GRAPH=1 timeout 60 "$out/${m}_gpu" "$out/${m}_ref.txt" ||
     echo "$m FAILED (rc $?)"
 done | tee "$out/graphs.txt"
+echo "== bench/gpt.py's small GPT on this GPU: 3 steps vs the CPU path, then 20 timed; with a CUDA graph; PyTorch eager and torch.compile"
+SPMD_TIME_STEPS=20 timeout 180 "$out/gpt_gpu" "$out/gpt_ref.txt" | tee "$out/gpt.txt"
+gpt_rc=${PIPESTATUS[0]}
+SPMD_CUDA_GRAPH=1 SPMD_TIME_STEPS=20 timeout 180 "$out/gpt_gpu" "$out/gpt_ref.txt" |
+  tee "$out/gpt_graph.txt"
+gpt_graph_rc=${PIPESTATUS[0]}
+if [ -z "$emulated" ]; then
+  timeout 300 "$python" "$out/torch_gpt.py" small 20 | tee "$out/torch_gpt.txt"
+  torch_gpt_rc=${PIPESTATUS[0]}
+else
+  echo "emulated: no GPU for PyTorch" > "$out/torch_gpt.txt"
+  torch_gpt_rc=0
+fi
 echo "== a step trace of the transformer program (SPMD_TRACE; kernels, GEMMs, collectives on their streams)"
 rm -rf "$out/trace-transformer"
 SPMD_TRACE="$out/trace-transformer" timeout 60 "$out/transformer_gpu" \
@@ -121,6 +136,19 @@ models_ok=$(grep -c ': OK$' "$out/models.txt")
 echo "| spmd.compile programs, 4 models (+1 autocast bf16) vs CPU path | $models_ok of 5 OK |"
 graphs_ok=$(grep -c ': OK$' "$out/graphs.txt")
 echo "| the same as CUDA graphs (SPMD_CUDA_GRAPH=1) vs CPU path | $graphs_ok of 5 OK |"
+gpt_check=$(sed -n 's/^bridge step: .*deviation \([^:]*\): \(OK\|WRONG\)$/\1 \2/p' "$out/gpt.txt")
+gpt_graph_check=$(sed -n 's/^bridge step: .*: \(OK\|WRONG\)$/\1/p' "$out/gpt_graph.txt")
+gpt_ms=$(sed -n 's/^time: rank 0: spmd \([0-9.]*\) ms.*/\1/p' "$out/gpt.txt")
+gpt_graph_ms=$(sed -n 's/^time: rank 0: spmd (CUDA graph) \([0-9.]*\) ms.*/\1/p' "$out/gpt_graph.txt")
+torch_gpt_ms=$(sed -n 's/^time: torch eager \([0-9.]*\) ms.*/\1/p' "$out/torch_gpt.txt")
+compiled_gpt_ms=$(sed -n 's/^time: torch.compile \([0-9.]*\) ms.*/\1/p' "$out/torch_gpt.txt")
+echo "| small GPT (bench/gpt.py), spmd program vs CPU path, 3 steps (+ as a CUDA graph) | ${gpt_check:-FAILED (rc $gpt_rc)} (graph: ${gpt_graph_check:-FAILED (rc $gpt_graph_rc)}) |"
+if [ -n "$emulated" ]; then
+  gpt_torch_cells="n/a (emulated) / n/a (emulated)"
+else
+  gpt_torch_cells="${torch_gpt_ms:-n/a (rc $torch_gpt_rc)} / ${compiled_gpt_ms:-n/a}"
+fi
+echo "| small GPT step ms: spmd / spmd CUDA graph / torch eager / torch.compile${emulated:+ (emulated: not GPU times)} | ${gpt_ms:-n/a} / ${gpt_graph_ms:-n/a} / $gpt_torch_cells |"
 trace_line=$(sed -n 's/^rank 0: \(.*\)$/\1/p' "$out/trace.txt")
 if [ "$trace_rc" = 0 ] && [ "$trace_draw_rc" = 0 ] && [ -n "$trace_line" ]; then
   trace_cell="$trace_line ($out/transformer-trace.png)"
@@ -130,6 +158,7 @@ fi
 echo "| step trace, transformer program (3 steps) | $trace_cell |"
 [ "$check" = OK ] && [ "$train" = OK ] && [ "$torch_rc" = 0 ] &&
   [ "$coll_cell" = "12 of 12 ok" ] && [ "$models_ok" = 5 ] &&
-  [ "$graphs_ok" = 5 ] &&
+  [ "$graphs_ok" = 5 ] && [ "${gpt_check##* }" = OK ] &&
+  [ "$gpt_graph_check" = OK ] && [ "$torch_gpt_rc" = 0 ] &&
   [ "$attention_ok" = 8 ] && [ "$attention_rc" = 0 ] &&
   [ "$trace_rc" = 0 ] && [ "$trace_draw_rc" = 0 ] && [ -n "$trace_line" ]

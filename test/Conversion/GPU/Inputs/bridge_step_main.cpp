@@ -7,6 +7,9 @@
 // loss) is written to a file (CPU) or compared with that file (GPU), state
 // by state, by name.
 //
+// TOLERANCE: the largest relative deviation accepted (default 1e-5);
+// SPMD_TIME_STEPS=N: N more steps after the check, timed (median printed).
+//
 // Shapes and types come from macros: ROWS (global batch), XC (features per
 // row, 0 for 1-D), X_I64 / X_RANGE (integer inputs in [0, X_RANGE)), YC,
 // Y_I64, Y_RANGE likewise. All state is f32 but the optimizer's run-time
@@ -24,6 +27,7 @@
 #include "Spmd/Runtime/SpmdRuntime.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -32,6 +36,10 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#ifndef TOLERANCE
+#define TOLERANCE 1e-5
+#endif
 
 extern "C" void spmd_register_state(void);
 extern "C" void train_step(...);
@@ -158,19 +166,20 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "unexpected inputs\n");
     return 2;
   }
+  auto call = [&] {
+    if (args.size() == 10) // 1-D, 1-D
+      step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+           args[7], args[8], args[9]);
+    else if (args.size() == 12) // 2-D, 1-D or 1-D, 2-D
+      step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+           args[7], args[8], args[9], args[10], args[11]);
+    else // 2-D, 2-D
+      step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+           args[7], args[8], args[9], args[10], args[11], args[12], args[13]);
+  };
   for (int s = 0; s < 3; ++s) {
     trace.beginStep();
-    graph.run([&] {
-      if (args.size() == 10) // 1-D, 1-D
-        step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-             args[7], args[8], args[9]);
-      else if (args.size() == 12) // 2-D, 1-D or 1-D, 2-D
-        step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-             args[7], args[8], args[9], args[10], args[11]);
-      else // 2-D, 2-D
-        step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-             args[7], args[8], args[9], args[10], args[11], args[12], args[13]);
-    });
+    graph.run(call);
     trace.endStep();
   }
   if (!trace.finish(rank))
@@ -238,11 +247,27 @@ int main(int argc, char **argv) {
     values += n;
   }
   std::fclose(f);
-  ok = ok && compared == got.size() && worst < 1e-5 && !std::isnan(worst);
+  ok = ok && compared == got.size() && worst < TOLERANCE && !std::isnan(worst);
   std::printf("bridge step: rank %d of %d, %zu states (%zu values) after 3 "
               "steps vs the CPU path, max relative deviation %.1e%s%s: %s\n",
               rank, size, compared, values, worst, ok ? "" : " in ",
               ok ? "" : worstState.c_str(), ok ? "OK" : "WRONG");
+  // SPMD_TIME_STEPS=N: N more steps after the check, timed (each returns
+  // when its device work is done), the median printed.
+  if (const char *t = std::getenv("SPMD_TIME_STEPS"); t && std::atoi(t) > 0) {
+    std::vector<double> ms;
+    for (int s = 0; s < std::atoi(t); ++s) {
+      auto start = std::chrono::steady_clock::now();
+      graph.run(call);
+      ms.push_back(std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("time: rank %d: spmd%s %.3f ms per step (median of %zu)\n",
+                rank, std::getenv("SPMD_CUDA_GRAPH") ? " (CUDA graph)" : "",
+                ms[ms.size() / 2], ms.size());
+  }
   spmdFinalize();
   return ok ? 0 : 1;
 }

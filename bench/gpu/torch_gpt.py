@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""bench/gpt.py's train step (CONFIG: small or large; AdamW; the whole
+batch) in PyTorch on one GPU: eager, then torch.compile (inductor), each
+timed after warm-up (median, the device synchronized every step). Prints
+lines check.sh reads:
+
+    time: torch eager X ms per step
+    time: torch.compile Y ms per step (first call Z s)
+
+    python3 torch_gpt.py [small|large] [STEPS]
+"""
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# gpt.py: beside this file in the folder build.sh fills, else in bench/.
+sys.path[:0] = [HERE, os.path.dirname(HERE)]
+import gpt  # noqa: E402
+
+cfg = gpt.CONFIGS[sys.argv[1] if len(sys.argv) > 1 else "small"]
+steps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+dev = torch.device("cuda")
+gen = torch.Generator().manual_seed(1234)
+x = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["block"]),
+                  generator=gen).to(dev)
+y = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["block"]),
+                  generator=gen).to(dev)
+
+
+def timed(model, label):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    t0 = time.perf_counter()
+    gpt.train_step(model, opt, x, y)
+    torch.cuda.synchronize()
+    first = time.perf_counter() - t0
+    for _ in range(3):
+        gpt.train_step(model, opt, x, y)
+    ms = []
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        gpt.train_step(model, opt, x, y)
+        torch.cuda.synchronize()
+        ms.append((time.perf_counter() - t0) * 1e3)
+    print(f"time: {label} {statistics.median(ms):.3f} ms per step "
+          f"(first call {first:.1f} s)", flush=True)
+
+
+timed(gpt.build_model(cfg).to(dev), "torch eager")
+try:
+    timed(torch.compile(gpt.build_model(cfg).to(dev)), "torch.compile")
+except Exception as err:  # inductor needs a compiler and triton
+    print(f"torch.compile failed: {type(err).__name__}: {err}"[:300])
