@@ -82,7 +82,7 @@ void spmdGpuGraphCaptureBegin(void) {
     spmd::gpu::fail(what, "a capture is already open");
   if (r.programDepth > 0)
     spmd::gpu::fail(what, "called inside a compiled step");
-  if (r.checkedPrograms.empty())
+  if (r.programsRun == 0)
     spmd::gpu::fail(what, "run the step once before capturing it: its first "
                           "call sets up NCCL, cuBLAS, its constants and the "
                           "ranks' program check, which wait for the device");
@@ -163,7 +163,8 @@ void spmdGpuGraphDestroy(int64_t graph) {
 void spmdGpuProgramEnd(void) {
   if (rt().programDepth <= 0)
     spmd::gpu::fail("spmdGpuProgramEnd", "no program is running");
-  --rt().programDepth;
+  if (--rt().programDepth == 0 && !rt().capturing)
+    ++rt().programsRun;
 }
 
 int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype) {

@@ -102,6 +102,9 @@ struct Runtime {
   int64_t capturedPacked = 0, capturedMask = 0;
   /// The next graph launch runs the step just captured (counted with it).
   bool launchIsCapturedStep = false;
+  /// Compiled programs run to their end (outside a capture): a step can be
+  /// captured only after one did its first-call set-up.
+  int64_t programsRun = 0;
 };
 
 /// A step captured as a CUDA graph, with the device buffers it owns.

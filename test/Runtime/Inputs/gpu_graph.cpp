@@ -11,7 +11,9 @@
 //   host-wait: the host synchronizes a captured stream, then queries a
 //   captured event (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
 //   CUDA_ERROR_CAPTURED_EVENT);
-//   unwarmed: libSpmdGpuRuntime refuses to capture a step before one ran.
+//   unwarmed: libSpmdGpuRuntime refuses to capture a step before one ran;
+//   warmed: after one program ran (no collective in it: one rank), a
+//   captured program makes a graph whose launch runs its work.
 #include "Spmd/Runtime/SpmdGpuRuntime.h"
 
 #include <cuda.h>
@@ -19,6 +21,10 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+
+// What compiled programs call for their stream (the program stream while
+// one runs).
+extern "C" CUstream mgpuStreamCreate();
 
 namespace {
 
@@ -115,6 +121,22 @@ int main(int argc, char **argv) {
   } else if (!std::strcmp(test, "unwarmed")) {
     spmdGpuGraphCaptureBegin();
     std::printf("not stopped\n");
+  } else if (!std::strcmp(test, "warmed")) {
+    // A "program": a copy a -> b on the program stream.
+    auto program = [&] {
+      spmdGpuProgramBegin();
+      cuMemcpyAsync(b, a, 4 * sizeof(float), mgpuStreamCreate());
+      spmdGpuProgramEnd();
+    };
+    program();
+    spmdGpuGraphCaptureBegin();
+    program();
+    int64_t g = spmdGpuGraphCaptureEnd();
+    float h[4] = {3, 3, 3, 3};
+    cuMemcpyAsync(a, reinterpret_cast<CUdeviceptr>(h), sizeof(h), nullptr);
+    spmdGpuGraphLaunch(g);
+    std::printf("graph of one program: b = %g\n", first(b));
+    spmdGpuGraphDestroy(g);
   }
   return 0;
 }
