@@ -77,8 +77,11 @@ done
 # bench/gpt.py's small GPT (4 layers, d=128, block 64, batch 16, AdamW), the
 # whole batch on one GPU: timed on the device next to PyTorch eager and
 # torch.compile (bench/gpu/torch_gpt.py).
-gpt_flags="-DROWS=16 -DXC=64 -DX_I64=1 -DX_RANGE=65 -DYC=64 -DY_I64=1 -DY_RANGE=65 -DTOLERANCE=1e-4"
-(cd "$SPMD_ROOT" && "$SPMD_PYTHON" bench/gpu/emit_gpt.py small) \
+# (The emulator's dry run: a tiny one; emulated kernels run on the CPU.)
+gpt_config=small
+[ $emulate = 1 ] && gpt_config=tiny
+gpt_flags=$(cd "$SPMD_ROOT" && "$SPMD_PYTHON" bench/gpu/emit_gpt.py "$gpt_config" --flags)
+(cd "$SPMD_ROOT" && "$SPMD_PYTHON" bench/gpu/emit_gpt.py "$gpt_config") \
   | spmd-opt --pass-pipeline="builtin.module(inline, symbol-dce, spmd-distribute, func.func(spmd-overlap-collectives))" \
     -o "$out/gpt_local.mlir"
 # gpu NAME LOCAL.mlir DRIVER.cpp [FLAGS...]: the GPU executable out/NAME.
@@ -149,4 +152,5 @@ if [ $emulate = 1 ]; then
 fi
 rm -f "$out"/*.ll "$out"/*.o "$out"/*_cpu
 echo "sizes: $B $K $N" > "$out/sizes.txt"
+echo "$gpt_config" > "$out/gpt_config.txt"
 du -sh "$out"

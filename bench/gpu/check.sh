@@ -74,14 +74,16 @@ for m in mlp_sgd norm_adam transformer embed_adamw norm_adam_bf16; do
   SPMD_CUDA_GRAPH=1 timeout 60 "$out/${m}_gpu" "$out/${m}_ref.txt" ||
     echo "$m FAILED (rc $?)"
 done | tee "$out/graphs.txt"
-echo "== bench/gpt.py's small GPT on this GPU: 3 steps vs the CPU path, then 20 timed; with a CUDA graph; PyTorch eager and torch.compile"
+gpt_config=$(cat "$out/gpt_config.txt")
+echo "== bench/gpt.py's $gpt_config GPT on this GPU: 3 steps vs the CPU path, then 20 timed; with a CUDA graph; PyTorch eager and torch.compile"
 SPMD_TIME_STEPS=20 timeout 180 "$out/gpt_gpu" "$out/gpt_ref.txt" | tee "$out/gpt.txt"
 gpt_rc=${PIPESTATUS[0]}
 SPMD_CUDA_GRAPH=1 SPMD_TIME_STEPS=20 timeout 180 "$out/gpt_gpu" "$out/gpt_ref.txt" |
   tee "$out/gpt_graph.txt"
 gpt_graph_rc=${PIPESTATUS[0]}
 if [ -z "$emulated" ]; then
-  timeout 300 "$python" "$out/torch_gpt.py" small 20 | tee "$out/torch_gpt.txt"
+  timeout 300 "$python" "$out/torch_gpt.py" "$gpt_config" 20 |
+    tee "$out/torch_gpt.txt"
   torch_gpt_rc=${PIPESTATUS[0]}
 else
   echo "emulated: no GPU for PyTorch" > "$out/torch_gpt.txt"
@@ -142,13 +144,13 @@ gpt_ms=$(sed -n 's/^time: rank 0: spmd \([0-9.]*\) ms.*/\1/p' "$out/gpt.txt")
 gpt_graph_ms=$(sed -n 's/^time: rank 0: spmd (CUDA graph) \([0-9.]*\) ms.*/\1/p' "$out/gpt_graph.txt")
 torch_gpt_ms=$(sed -n 's/^time: torch eager \([0-9.]*\) ms.*/\1/p' "$out/torch_gpt.txt")
 compiled_gpt_ms=$(sed -n 's/^time: torch.compile \([0-9.]*\) ms.*/\1/p' "$out/torch_gpt.txt")
-echo "| small GPT (bench/gpt.py), spmd program vs CPU path, 3 steps (+ as a CUDA graph) | ${gpt_check:-FAILED (rc $gpt_rc)} (graph: ${gpt_graph_check:-FAILED (rc $gpt_graph_rc)}) |"
+echo "| $gpt_config GPT (bench/gpt.py), spmd program vs CPU path, 3 steps (+ as a CUDA graph) | ${gpt_check:-FAILED (rc $gpt_rc)} (graph: ${gpt_graph_check:-FAILED (rc $gpt_graph_rc)}) |"
 if [ -n "$emulated" ]; then
   gpt_torch_cells="n/a (emulated) / n/a (emulated)"
 else
   gpt_torch_cells="${torch_gpt_ms:-n/a (rc $torch_gpt_rc)} / ${compiled_gpt_ms:-n/a}"
 fi
-echo "| small GPT step ms: spmd / spmd CUDA graph / torch eager / torch.compile${emulated:+ (emulated: not GPU times)} | ${gpt_ms:-n/a} / ${gpt_graph_ms:-n/a} / $gpt_torch_cells |"
+echo "| $gpt_config GPT step ms: spmd / spmd CUDA graph / torch eager / torch.compile${emulated:+ (emulated: not GPU times)} | ${gpt_ms:-n/a} / ${gpt_graph_ms:-n/a} / $gpt_torch_cells |"
 trace_line=$(sed -n 's/^rank 0: \(.*\)$/\1/p' "$out/trace.txt")
 if [ "$trace_rc" = 0 ] && [ "$trace_draw_rc" = 0 ] && [ -n "$trace_line" ]; then
   trace_cell="$trace_line ($out/transformer-trace.png)"

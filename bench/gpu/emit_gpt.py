@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Prints the global spmd program spmd.compile builds for bench/gpt.py's
-train step (its CONFIG: small or large; AdamW; the whole batch on a mesh of
-one rank), for bench/gpu/build.sh to compile for one GPU.
+train step (its CONFIG: small or large, or tiny for the GPU emulator; AdamW;
+the whole batch on a mesh of one rank), for bench/gpu/build.sh to compile
+for one GPU. With --flags, prints the step driver's macros for it instead.
 
-    python3 emit_gpt.py [small|large]
+    python3 emit_gpt.py [small|large|tiny] [--flags]
 """
 
 import os
@@ -19,8 +20,20 @@ import spmd  # noqa: E402
 from spmd import _importer, _program, _trace  # noqa: E402
 
 
+# The emulator runs kernels thread by thread on the CPU: the device check's
+# dry run uses this size.
+TINY = dict(layers=2, heads=2, dim=32, block=16, vocab=65, batch=4)
+
+
 def main():
-    cfg = gpt.CONFIGS[sys.argv[1] if len(sys.argv) > 1 else "small"]
+    name = sys.argv[1] if len(sys.argv) > 1 else "small"
+    cfg = TINY if name == "tiny" else gpt.CONFIGS[name]
+    if "--flags" in sys.argv:
+        # bridge_step_main.cpp: tokens in, next tokens as targets.
+        print(f"-DROWS={cfg['batch']} -DXC={cfg['block']} -DX_I64=1 "
+              f"-DX_RANGE={cfg['vocab']} -DYC={cfg['block']} -DY_I64=1 "
+              f"-DY_RANGE={cfg['vocab']} -DADAM_EPS=1e-3")
+        return
     model = gpt.build_model(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.zeros(cfg["batch"], cfg["block"], dtype=torch.int64)
