@@ -236,6 +236,15 @@ connect(gloo::rendezvous::Store &store, const std::string &prefix, int rank,
   context->setTimeout(timeout);
   gloo::rendezvous::PrefixStore scoped(prefix, store);
   context->connectFullMesh(scoped, device);
+  // connectFullMesh returns once this rank's pairs are up, while a peer may
+  // still be finishing its handshake with it: a rank that then exits (a
+  // short job, an error) would close a socket the peer still reads. Every
+  // rank says it is connected and waits for the others first.
+  scoped.set("connected/" + std::to_string(rank), std::vector<char>{'1'});
+  std::vector<std::string> keys;
+  for (int peer = 0; peer < size; ++peer)
+    keys.push_back("connected/" + std::to_string(peer));
+  scoped.wait(keys, timeout);
   return context;
 }
 
