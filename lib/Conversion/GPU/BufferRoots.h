@@ -12,6 +12,7 @@
 #define SPMD_LIB_CONVERSION_GPU_BUFFERROOTS_H
 
 #include "Spmd/Conversion/GPU/Passes.h"
+#include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -39,7 +40,8 @@ inline Root rootOf(Value value) {
   if (def && isa<gpu::AllocOp, memref::AllocOp, memref::AllocaOp>(def))
     return {Root::Fresh, def};
   if (def)
-    if (auto name = def->getAttrOfType<StringAttr>(spmd::kGpuBufferAttr))
+    if (auto name = def->getAttrOfType<StringAttr>(
+            spmd::SpmdDialect::getGpuBufferAttrName()))
       return {Root::Named, name.getAsOpaquePointer()};
   bool argument = false;
   if (auto arg = dyn_cast<BlockArgument>(value))

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Conversion/GPU/Passes.h"
+#include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -30,9 +31,6 @@ namespace {
 bool isIdentityContiguous(MemRefType type) {
   return type.getLayout().isIdentity() && type.hasStaticShape();
 }
-
-/// Marks host loads/stores of host copies (for spmd-verify-gpu-host-code).
-constexpr llvm::StringLiteral kHostCopyAttr = "spmd.host_copy";
 
 /// A memref of `type` (static, identity layout) over the device address
 /// `address` (i64): the descriptor built in the LLVM dialect's layout and
@@ -72,7 +70,8 @@ Value deviceMemRef(OpBuilder &b, Location loc, MemRefType type, Value address,
   auto cast = UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
                                                  ValueRange{desc});
   // Which runtime buffer this is, for spmd-gpu-fuse-kernels' aliasing.
-  cast->setAttr(spmd::kGpuBufferAttr, b.getStringAttr(identity));
+  cast->setAttr(spmd::SpmdDialect::getGpuBufferAttrName(),
+                b.getStringAttr(identity));
   return cast.getResult(0);
 }
 
@@ -264,7 +263,7 @@ struct SpmdGpuMemoryPass
         b.setInsertionPointAfter(op);
         gpu::MemcpyOp::create(b, loc, Type(), ValueRange{}, device, host);
       }
-      op->setAttr(kHostCopyAttr, b.getUnitAttr());
+      op->setAttr(spmd::SpmdDialect::getHostCopyAttrName(), b.getUnitAttr());
     }
     return success();
   }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Conversion/GPU/Passes.h"
+#include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -29,7 +30,7 @@ struct SpmdVerifyGpuHostCodePass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       func.walk([&](Operation *op) {
         if (!isa<memref::LoadOp, memref::StoreOp>(op) ||
-            op->hasAttr("spmd.host_copy"))
+            op->hasAttr(spmd::SpmdDialect::getHostCopyAttrName()))
           return;
         op->emitError("spmd-lower-to-nvvm: host code reads or writes device "
                       "memory here (a scalar taken out of a tensor, or a "

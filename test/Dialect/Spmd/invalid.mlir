@@ -674,3 +674,93 @@ func.func @attention_rank(%q: tensor<4x8x16xf32>) {
   %o, %l = "spmd.attention"(%q, %q, %q) <{scale = 0.25 : f64}> : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>)
   return
 }
+
+// -----
+
+// The record spmd-propagate leaves on the ops it places (strategy_c*,
+// result_specs_c*, op_attr_c*).
+
+func.func @strategy_type(%a: tensor<8x4xf32>, %b: tensor<4x2xf32>, %c: tensor<8x2xf32>) -> tensor<8x2xf32> {
+  // expected-error @+1 {{'linalg.matmul' op 'spmd.strategy' must be a #spmd.strategy, found array<i64: 0>}}
+  %0 = linalg.matmul {spmd.result_specs = [#spmd.spec<@m, [shard<0>]>], spmd.strategy = array<i64: 0>} ins(%a, %b : tensor<8x4xf32>, tensor<4x2xf32>) outs(%c : tensor<8x2xf32>) -> tensor<8x2xf32>
+  return %0 : tensor<8x2xf32>
+}
+
+// -----
+
+func.func @strategy_c1(%a: tensor<8x4xf32>, %b: tensor<4x2xf32>, %c: tensor<8x2xf32>) -> tensor<8x2xf32> {
+  // expected-error @+1 {{'linalg.matmul' op 'spmd.strategy': the op's sharding rule has 1 factor group(s), the strategy 2}}
+  %0 = linalg.matmul {spmd.result_specs = [#spmd.spec<@m, [shard<0>]>], spmd.strategy = #spmd.strategy<[factor<0>], [replicate]>} ins(%a, %b : tensor<8x4xf32>, tensor<4x2xf32>) outs(%c : tensor<8x2xf32>) -> tensor<8x2xf32>
+  return %0 : tensor<8x2xf32>
+}
+
+// -----
+
+func.func @strategy_c2(%a: tensor<8x4xf32>, %b: tensor<4x2xf32>, %c: tensor<8x2xf32>) -> tensor<8x2xf32> {
+  // expected-error @+1 {{'linalg.matmul' op 'spmd.strategy': group 0 shards factor 3 on mesh axis 1, which is not a factor of that group (the rule has 3 factors)}}
+  %0 = linalg.matmul {spmd.result_specs = [#spmd.spec<@m, [shard<0>, replicate]>], spmd.strategy = #spmd.strategy<[factor<0>, factor<3>]>} ins(%a, %b : tensor<8x4xf32>, tensor<4x2xf32>) outs(%c : tensor<8x2xf32>) -> tensor<8x2xf32>
+  return %0 : tensor<8x2xf32>
+}
+
+// -----
+
+func.func @strategy_c3(%a: tensor<8x4xf32>, %b: tensor<4x2xf32>, %c: tensor<8x2xf32>) -> tensor<8x2xf32> {
+  // expected-error @+1 {{'linalg.matmul' op 'spmd.strategy': mesh axis 0 passes a partial through linear set 2, but the rule has 2}}
+  %0 = linalg.matmul {spmd.result_specs = [#spmd.spec<@m, [partial<sum>]>], spmd.strategy = #spmd.strategy<[partial<sum, 2>]>} ins(%a, %b : tensor<8x4xf32>, tensor<4x2xf32>) outs(%c : tensor<8x2xf32>) -> tensor<8x2xf32>
+  return %0 : tensor<8x2xf32>
+}
+
+// -----
+
+func.func @strategy_c4(%a: tensor<8x4xf32>, %b: tensor<4x2xf32>, %c: tensor<8x2xf32>) -> tensor<8x2xf32> {
+  // expected-error @+1 {{'linalg.matmul' op 'spmd.strategy': an op with a strategy also has 'spmd.result_specs'}}
+  %0 = linalg.matmul {spmd.strategy = #spmd.strategy<[factor<0>]>} ins(%a, %b : tensor<8x4xf32>, tensor<4x2xf32>) outs(%c : tensor<8x2xf32>) -> tensor<8x2xf32>
+  return %0 : tensor<8x2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{every factor group has one choice per mesh axis: expected 2, found 1}}
+func.func private @strategy_c5() attributes {s = #spmd.strategy<[factor<0>, replicate], [replicate]>}
+
+// -----
+
+// expected-error @+1 {{expected a choice (replicate, factor<f> or partial<kind, set>), found 'shard'}}
+func.func private @strategy_choice() attributes {s = #spmd.strategy<[shard<0>]>}
+
+// -----
+
+// expected-error @+1 {{a strategy's factor must be non-negative, found -1}}
+func.func private @strategy_c6() attributes {s = #spmd.strategy<[factor<-1>]>}
+
+// -----
+
+func.func @result_specs_c1(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'arith.addf' op 'spmd.result_specs': expected an array of 1 entries (one per result), found []}}
+  %0 = arith.addf %a, %a {spmd.result_specs = []} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @result_specs_c2(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'arith.addf' op 'spmd.result_specs': result #0 needs a #spmd.spec, found #spmd.replicate}}
+  %0 = arith.addf %a, %a {spmd.result_specs = [#spmd.replicate]} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @mesh_attr_c1(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'arith.addf' op 'spmd.mesh' is a function's mesh (a symbol reference)}}
+  %0 = arith.addf %a, %a {spmd.mesh = @m} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @op_attr_c1(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'arith.addf' op unknown attribute 'spmd.stratgy' (the spmd dialect defines 'spmd.strategy', 'spmd.result_specs', 'spmd.mesh', 'spmd.gpu_buffer' and 'spmd.host_copy' on operations)}}
+  %0 = arith.addf %a, %a {spmd.stratgy = #spmd.strategy<[replicate]>} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}

@@ -178,3 +178,15 @@ func.func @attention(%q: tensor<2x4x64x32xf32>, %k: tensor<2x4x48x32xf32>, %v: t
   %mq, %mk, %mv = spmd.attention_grad %g, %q, %k, %v, %p, %pl mask %m {scale = 0.5 : f64} : tensor<2x4x64x16xf32>, tensor<2x4x64x32xf32>, tensor<2x4x48x32xf32>, tensor<2x4x48x16xf32>, tensor<2x4x64x16xf32>, tensor<2x4x64xf32>, tensor<2x1x1x48xf32>
   return
 }
+
+// The record spmd-propagate leaves on the ops it places.
+spmd.mesh @m2(shape = 2x2)
+// CHECK-LABEL: func.func @placed
+// CHECK-SAME: attributes {spmd.mesh = @m2}
+func.func @placed(%a: tensor<8x4xf32>, %b: tensor<4x2xf32>, %c: tensor<8x2xf32>) -> tensor<8x2xf32> attributes {spmd.mesh = @m2} {
+  // CHECK: linalg.matmul {spmd.result_specs = [#spmd.spec<@m2, [shard<0>, partial<sum>]>], spmd.strategy = #spmd.strategy<[factor<0>, factor<2>]>}
+  %0 = linalg.matmul {spmd.result_specs = [#spmd.spec<@m2, [shard<0>, partial<sum>]>], spmd.strategy = #spmd.strategy<[factor<0>, factor<2>]>} ins(%a, %b : tensor<8x4xf32>, tensor<4x2xf32>) outs(%c : tensor<8x2xf32>) -> tensor<8x2xf32>
+  // CHECK: linalg.add {spmd.result_specs = [#spmd.spec<@m2, [partial<sum>, replicate]>], spmd.strategy = #spmd.strategy<[partial<sum, 0>, replicate]>}
+  %1 = linalg.add {spmd.result_specs = [#spmd.spec<@m2, [partial<sum>, replicate]>], spmd.strategy = #spmd.strategy<[partial<sum, 0>, replicate]>} ins(%0, %0 : tensor<8x2xf32>, tensor<8x2xf32>) outs(%c : tensor<8x2xf32>) -> tensor<8x2xf32>
+  return %1 : tensor<8x2xf32>
+}

@@ -7,9 +7,9 @@ spmd.mesh @dp(shape = 4)
 // CHECK-LABEL: func.func @dp_matmul
 // CHECK-SAME: %{{.*}}: tensor<4x3xf32> {spmd.spec = #spmd.spec<@dp, [replicate]>}
 // CHECK-SAME: -> (tensor<8x3xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}, tensor<4x3xf32> {spmd.spec = #spmd.spec<@dp, [partial<sum>]>})
-// CHECK: tensor.empty() {spmd.result_specs = [#spmd.spec<@dp, [replicate]>], spmd.strategy = array<i64: -1>}
-// CHECK: linalg.matmul {spmd.result_specs = [#spmd.spec<@dp, [shard<0>]>], spmd.strategy = array<i64: 0>}
-// CHECK: linalg.matmul indexing_maps = {{.*}} {spmd.result_specs = [#spmd.spec<@dp, [partial<sum>]>], spmd.strategy = array<i64: 2>}
+// CHECK: tensor.empty() {spmd.result_specs = [#spmd.spec<@dp, [replicate]>], spmd.strategy = #spmd.strategy<[replicate]>}
+// CHECK: linalg.matmul {spmd.result_specs = [#spmd.spec<@dp, [shard<0>]>], spmd.strategy = #spmd.strategy<[factor<0>]>}
+// CHECK: linalg.matmul indexing_maps = {{.*}} {spmd.result_specs = [#spmd.spec<@dp, [partial<sum>]>], spmd.strategy = #spmd.strategy<[factor<2>]>}
 func.func @dp_matmul(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}, %w: tensor<4x3xf32>, %dy: tensor<8x3xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) -> (tensor<8x3xf32>, tensor<4x3xf32>) {
   %e = tensor.empty() : tensor<8x3xf32>
   %y = linalg.matmul ins(%x, %w : tensor<8x4xf32>, tensor<4x3xf32>) outs(%e : tensor<8x3xf32>) -> tensor<8x3xf32>
@@ -81,7 +81,7 @@ func.func @reductions(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>
 // than its columns (all_gather x: 64x4 floats).
 spmd.mesh @m(shape = 2)
 // CHECK-LABEL: func.func @cost
-// CHECK: linalg.matmul {spmd.result_specs = [#spmd.spec<@m, [shard<0>]>], spmd.strategy = array<i64: 0>}
+// CHECK: linalg.matmul {spmd.result_specs = [#spmd.spec<@m, [shard<0>]>], spmd.strategy = #spmd.strategy<[factor<0>]>}
 func.func @cost(%x: tensor<64x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>]>}, %w: tensor<4x2xf32> {spmd.spec = #spmd.spec<@m, [shard<1>]>}) -> tensor<64x2xf32> {
   %e = tensor.empty() : tensor<64x2xf32>
   %y = linalg.matmul ins(%x, %w : tensor<64x4xf32>, tensor<4x2xf32>) outs(%e : tensor<64x2xf32>) -> tensor<64x2xf32>
@@ -98,7 +98,7 @@ spmd.state @w : tensor<16xf32> role = param
 spmd.state @b : tensor<16xf32> role = optimizer_state
 spmd.state @s : tensor<f32> role = optimizer_state
 // CHECK-LABEL: func.func @optimizer
-// CHECK: spmd.sgd {{.*}}spmd.result_specs = [#spmd.spec<@dp, [replicate]>, #spmd.spec<@dp, [replicate]>, #spmd.spec<@dp, [replicate]>], spmd.strategy = array<i64: -1, -1>
+// CHECK: spmd.sgd {{.*}}spmd.result_specs = [#spmd.spec<@dp, [replicate]>, #spmd.spec<@dp, [replicate]>, #spmd.spec<@dp, [replicate]>], spmd.strategy = #spmd.strategy<[replicate], [replicate]>
 func.func @optimizer(%g: tensor<16xf32> {spmd.spec = #spmd.spec<@dp, [partial<sum>]>}) {
   %w = spmd.load @w : tensor<16xf32>
   %b = spmd.load @b : tensor<16xf32>
@@ -129,7 +129,7 @@ func.func @zero(%g: tensor<16xf32> {spmd.spec = #spmd.spec<@dp, [partial<sum>]>}
 // 2-D mesh: data parallel on axis 0, tensor parallel on axis 1.
 spmd.mesh @m(shape = 2x2)
 // CHECK-LABEL: func.func @two_d
-// CHECK: linalg.matmul {spmd.result_specs = [#spmd.spec<@m, [shard<0>, shard<1>]>], spmd.strategy = array<i64: 0, 1>}
+// CHECK: linalg.matmul {spmd.result_specs = [#spmd.spec<@m, [shard<0>, shard<1>]>], spmd.strategy = #spmd.strategy<[factor<0>, factor<1>]>}
 func.func @two_d(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>, replicate]>}, %w: tensor<4x6xf32> {spmd.spec = #spmd.spec<@m, [replicate, shard<1>]>}) -> tensor<8x6xf32> {
   %e = tensor.empty() : tensor<8x6xf32>
   %y = linalg.matmul ins(%x, %w : tensor<8x4xf32>, tensor<4x6xf32>) outs(%e : tensor<8x6xf32>) -> tensor<8x6xf32>
@@ -141,7 +141,7 @@ func.func @two_d(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@m, [shard<0>, repl
 // Ops without a rule (here a rank-reducing slice) are computed replicated.
 spmd.mesh @dp(shape = 2)
 // CHECK-LABEL: func.func @fallback
-// CHECK: tensor.extract_slice {{.*}}spmd.result_specs = [#spmd.spec<@dp, [replicate]>], spmd.strategy = array<i64: -1>
+// CHECK: tensor.extract_slice {{.*}}spmd.result_specs = [#spmd.spec<@dp, [replicate]>], spmd.strategy = #spmd.strategy<[replicate]>
 func.func @fallback(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) -> tensor<4xf32> {
   %s = tensor.extract_slice %x[0, 0] [1, 4] [1, 1] : tensor<8x4xf32> to tensor<4xf32>
   return %s : tensor<4xf32>

@@ -18,11 +18,6 @@ namespace mlir::spmd {
 #define GEN_PASS_DECL
 #include "Spmd/Conversion/GPU/Passes.h.inc"
 
-/// On the `builtin.unrealized_conversion_cast` that makes a runtime device
-/// buffer (state or constant) a memref: "state:NAME" or "constant:NAME".
-/// Two casts with different values are different buffers.
-constexpr StringLiteral kGpuBufferAttr = "spmd.gpu_buffer";
-
 #define GEN_PASS_REGISTRATION
 #include "Spmd/Conversion/GPU/Passes.h.inc"
 

@@ -1,6 +1,7 @@
 //===- ShardingRule.cpp - factored placement rules ------------------------===//
 
 #include "Spmd/Dialect/Spmd/IR/ShardingRule.h"
+#include "Spmd/Dialect/Spmd/IR/SpmdOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
@@ -30,6 +31,31 @@ ShardingRule ShardingRule::elementwise(Operation *op, ArrayRef<int64_t> shape) {
   }
   for (Type type : op->getResultTypes()) {
     rule.resultDims.push_back(dimsOf(type));
+    rule.resultGroups.push_back(0);
+  }
+  return rule;
+}
+
+ShardingRule ShardingRule::getOrFallback(Operation *op) {
+  if (auto iface = dyn_cast<ShardingRuleOpInterface>(op)) {
+    FailureOr<ShardingRule> rule = iface.getShardingRule();
+    if (succeeded(rule))
+      return *rule;
+  }
+  ShardingRule rule;
+  auto noDims = [](Type type) {
+    SmallVector<int64_t> dims;
+    if (auto tensor = dyn_cast<RankedTensorType>(type))
+      dims.assign(tensor.getRank(), ShardingRule::kNoFactor);
+    return dims;
+  };
+  for (Value operand : op->getOperands()) {
+    rule.operandDims.push_back(noDims(operand.getType()));
+    rule.operandGroups.push_back(0);
+    rule.operandIsInit.push_back(false);
+  }
+  for (Type type : op->getResultTypes()) {
+    rule.resultDims.push_back(noDims(type));
     rule.resultGroups.push_back(0);
   }
   return rule;

@@ -116,3 +116,106 @@ SpecAttr::verifyAgainst(function_ref<InFlightDiagnostic()> emitError,
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// StrategyAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   unsigned numAxes,
+                                   ArrayRef<AxisChoice> choices) {
+  if (numAxes == 0 || choices.empty() || choices.size() % numAxes != 0)
+    return emitError() << "a strategy has one or more factor groups, each "
+                          "with one choice per mesh axis";
+  for (const AxisChoice &choice : choices)
+    if (choice.kind == AxisChoice::Factor && choice.factor < 0)
+      return emitError() << "a strategy's factor must be non-negative, found "
+                         << choice.factor;
+  return success();
+}
+
+// `#spmd.strategy<[factor<0>, replicate], [partial<sum, 0>, replicate]>`.
+Attribute StrategyAttr::parse(AsmParser &parser, Type) {
+  SmallVector<AxisChoice> choices;
+  std::optional<size_t> numAxes;
+  auto parseChoice = [&]() -> ParseResult {
+    SMLoc loc = parser.getCurrentLocation();
+    StringRef keyword;
+    if (parser.parseKeyword(&keyword))
+      return failure();
+    if (keyword == "replicate") {
+      choices.push_back(AxisChoice::replicate());
+      return success();
+    }
+    if (keyword == "factor") {
+      int64_t factor;
+      if (parser.parseLess() || parser.parseInteger(factor) ||
+          parser.parseGreater())
+        return failure();
+      choices.push_back(AxisChoice::sharding(factor));
+      return success();
+    }
+    if (keyword == "partial") {
+      StringRef kindName;
+      unsigned set = 0;
+      if (parser.parseLess() || parser.parseKeyword(&kindName) ||
+          parser.parseComma() || parser.parseInteger(set) ||
+          parser.parseGreater())
+        return failure();
+      std::optional<ReductionKind> kind = symbolizeReductionKind(kindName);
+      if (!kind)
+        return parser.emitError(loc)
+               << "unknown reduction kind '" << kindName << "'";
+      choices.push_back(AxisChoice::partial(*kind, set));
+      return success();
+    }
+    return parser.emitError(loc) << "expected a choice (replicate, factor<f> "
+                                    "or partial<kind, set>), found '"
+                                 << keyword << "'";
+  };
+  auto parseGroup = [&]() -> ParseResult {
+    SMLoc loc = parser.getCurrentLocation();
+    size_t before = choices.size();
+    if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                       parseChoice))
+      return failure();
+    size_t axes = choices.size() - before;
+    if (numAxes && *numAxes != axes)
+      return parser.emitError(loc)
+             << "every factor group has one choice per mesh axis: expected "
+             << *numAxes << ", found " << axes;
+    numAxes = axes;
+    return success();
+  };
+  if (parser.parseLess() || parser.parseCommaSeparatedList(parseGroup) ||
+      parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
+                    parser.getContext(), static_cast<unsigned>(*numAxes),
+                    choices);
+}
+
+void StrategyAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  for (unsigned g = 0; g < getNumGroups(); ++g) {
+    printer << (g ? ", [" : "[");
+    for (unsigned a = 0; a < getNumAxes(); ++a) {
+      const AxisChoice &c = getChoice(g, a);
+      printer << (a ? ", " : "");
+      switch (c.kind) {
+      case AxisChoice::Replicate:
+        printer << "replicate";
+        break;
+      case AxisChoice::Factor:
+        printer << "factor<" << c.factor << ">";
+        break;
+      case AxisChoice::Partial:
+        printer << "partial<" << stringifyReductionKind(c.partialKind) << ", "
+                << c.linearSet << ">";
+        break;
+      }
+    }
+    printer << "]";
+  }
+  printer << ">";
+}

@@ -98,3 +98,104 @@ LogicalResult SpmdDialect::verifyRegionResultAttribute(Operation *op,
       op, "result", resultIndex,
       getValueType(op, regionIndex, resultIndex, /*isResult=*/true), attr);
 }
+
+/// Checks `strategy` on `op` against the op's sharding rule.
+static LogicalResult verifyStrategy(Operation *op, StrategyAttr strategy) {
+  auto emitError = [&]() {
+    return op->emitOpError()
+           << "'" << SpmdDialect::getStrategyAttrName() << "': ";
+  };
+  ShardingRule rule = ShardingRule::getOrFallback(op);
+  // strategy_c1
+  if (strategy.getNumGroups() != rule.numGroups)
+    return emitError() << "the op's sharding rule has " << rule.numGroups
+                       << " factor group(s), the strategy "
+                       << strategy.getNumGroups();
+  for (unsigned g = 0; g < strategy.getNumGroups(); ++g) {
+    for (unsigned a = 0; a < strategy.getNumAxes(); ++a) {
+      const AxisChoice &c = strategy.getChoice(g, a);
+      // strategy_c2
+      if (c.kind == AxisChoice::Factor &&
+          (c.factor >= static_cast<int64_t>(rule.factors.size()) ||
+           rule.factors[c.factor].group != g))
+        return emitError() << "group " << g << " shards factor " << c.factor
+                           << " on mesh axis " << a
+                           << ", which is not a factor of that group (the "
+                              "rule has "
+                           << rule.factors.size() << " factors)";
+      // strategy_c3
+      if (c.kind == AxisChoice::Partial &&
+          c.linearSet >= rule.linearSets.size())
+        return emitError() << "mesh axis " << a << " passes a partial through "
+                           << "linear set " << c.linearSet << ", but the rule "
+                           << "has " << rule.linearSets.size();
+    }
+  }
+  // strategy_c4
+  if (!op->hasAttr(SpmdDialect::getResultSpecsAttrName()))
+    return emitError() << "an op with a strategy also has '"
+                       << SpmdDialect::getResultSpecsAttrName() << "'";
+  return success();
+}
+
+/// Checks `specs` (spmd.result_specs) on `op`.
+static LogicalResult verifyResultSpecs(Operation *op, Attribute value) {
+  auto emitError = [&]() {
+    return op->emitOpError()
+           << "'" << SpmdDialect::getResultSpecsAttrName() << "': ";
+  };
+  // result_specs_c1
+  auto specs = dyn_cast<ArrayAttr>(value);
+  if (!specs || specs.size() != op->getNumResults())
+    return emitError() << "expected an array of " << op->getNumResults()
+                       << " entries (one per result), found " << value;
+  // result_specs_c2
+  for (auto [r, spec] : llvm::enumerate(specs)) {
+    bool tensor = isa<RankedTensorType>(op->getResult(r).getType());
+    if (tensor ? !isa<SpecAttr>(spec) : !isa<UnitAttr>(spec))
+      return emitError() << "result #" << r << " needs "
+                         << (tensor ? "a #spmd.spec" : "a unit attribute")
+                         << ", found " << spec;
+  }
+  return success();
+}
+
+LogicalResult SpmdDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  if (name == getStrategyAttrName()) {
+    auto strategy = dyn_cast<StrategyAttr>(value);
+    if (!strategy)
+      return op->emitOpError()
+             << "'" << name << "' must be a #spmd.strategy, found " << value;
+    return verifyStrategy(op, strategy);
+  }
+  if (name == getResultSpecsAttrName())
+    return verifyResultSpecs(op, value);
+  // mesh_attr_c1
+  if (name == getMeshAttrName()) {
+    if (!isa<FunctionOpInterface>(op) || !isa<FlatSymbolRefAttr>(value))
+      return op->emitOpError()
+             << "'" << name << "' is a function's mesh (a symbol reference)";
+    return success();
+  }
+  if (name == getGpuBufferAttrName()) {
+    if (!isa<StringAttr>(value))
+      return op->emitOpError() << "'" << name << "' must be a string";
+    return success();
+  }
+  if (name == getHostCopyAttrName()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitOpError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
+  // op_attr_c1
+  return op->emitOpError() << "unknown attribute '" << name
+                           << "' (the spmd dialect defines '"
+                           << getStrategyAttrName() << "', '"
+                           << getResultSpecsAttrName() << "', '"
+                           << getMeshAttrName() << "', '"
+                           << getGpuBufferAttrName() << "' and '"
+                           << getHostCopyAttrName() << "' on operations)";
+}

@@ -715,10 +715,16 @@ LogicalResult Expander::setOperand(Operation *op, unsigned index,
 LogicalResult Expander::expandOp(Operation *op) {
   // Rules read operand types: they were taken while the types were global.
   const ShardingRule &rule = rules.find(op)->second;
-  SmallVector<AxisChoice> strategy = readStrategy(op);
-  if (strategy.size() != rule.numGroups * rank)
+  auto strategy =
+      op->getAttrOfType<StrategyAttr>(SpmdDialect::getStrategyAttrName());
+  if (!strategy || strategy.getNumGroups() != rule.numGroups)
     return op->emitError("spmd-expand needs the placement spmd-propagate "
                          "records; run spmd-propagate first");
+  if (strategy.getNumAxes() != rank)
+    return op->emitError() << "the op's strategy has " << strategy.getNumAxes()
+                           << " choice(s) per factor group (one per mesh "
+                              "axis) but the mesh has "
+                           << rank << " axis(es)";
   // Tensors a region reads from above (the `tensor.extract` of a gather in
   // a linalg payload) are indexed globally: the op gets them whole.
   if (op->getNumRegions() != 0) {
@@ -748,11 +754,12 @@ LogicalResult Expander::expandOp(Operation *op) {
     Placements want;
     for (unsigned a = 0; a < rank; ++a)
       want.push_back(getRequiredOperandPlacement(
-          rule, o, strategy[rule.operandGroups[o] * rank + a], ctx));
+          rule, o, strategy.getChoice(rule.operandGroups[o], a), ctx));
     if (failed(setOperand(op, o, want)))
       return failure();
   }
-  auto specs = op->getAttrOfType<ArrayAttr>(kResultSpecsAttr);
+  auto specs =
+      op->getAttrOfType<ArrayAttr>(SpmdDialect::getResultSpecsAttrName());
   for (auto [r, result] : llvm::enumerate(op->getResults())) {
     auto spec = dyn_cast<SpecAttr>(specs[r]);
     if (!spec)
@@ -763,8 +770,8 @@ LogicalResult Expander::expandOp(Operation *op) {
       return failure();
     result.setType(*type);
   }
-  op->removeAttr(kStrategyAttr);
-  op->removeAttr(kResultSpecsAttr);
+  op->removeAttr(SpmdDialect::getStrategyAttrName());
+  op->removeAttr(SpmdDialect::getResultSpecsAttrName());
   return localizeSizes(op);
 }
 
@@ -810,9 +817,10 @@ LogicalResult Expander::run() {
           spec ? Placements(spec.getPlacements()) : getReplicated(ctx, rank);
     }
   for (Operation &op : body) {
-    if (op.hasAttr(kStrategyAttr))
+    if (op.hasAttr(SpmdDialect::getStrategyAttrName()))
       (void)getCachedRule(rules, &op);
-    auto specs = op.getAttrOfType<ArrayAttr>(kResultSpecsAttr);
+    auto specs =
+        op.getAttrOfType<ArrayAttr>(SpmdDialect::getResultSpecsAttrName());
     for (auto [r, result] : llvm::enumerate(op.getResults())) {
       auto type = dyn_cast<RankedTensorType>(result.getType());
       if (!type)
@@ -914,7 +922,7 @@ LogicalResult Expander::run() {
       func.setType(FunctionType::get(ctx, argTypes, resultTypes));
       continue;
     }
-    bool placed = op->hasAttr(kStrategyAttr);
+    bool placed = op->hasAttr(SpmdDialect::getStrategyAttrName());
     bool touchesTensors =
         llvm::any_of(op->getOperandTypes(), llvm::IsaPred<RankedTensorType>) ||
         llvm::any_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>);
@@ -953,9 +961,12 @@ LogicalResult mlir::spmd::expandToLocal(ModuleOp module,
   for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
     if (func.isExternal())
       continue;
-    auto meshRef = func->getAttrOfType<FlatSymbolRefAttr>(kFuncMeshAttr);
+    auto meshRef =
+        func->getAttrOfType<FlatSymbolRefAttr>(SpmdDialect::getMeshAttrName());
     bool placed = false;
-    func.walk([&](Operation *op) { placed |= op->hasAttr(kStrategyAttr); });
+    func.walk([&](Operation *op) {
+      placed |= op->hasAttr(SpmdDialect::getStrategyAttrName());
+    });
     if (!meshRef) {
       if (!placed)
         continue;
@@ -968,7 +979,7 @@ LogicalResult mlir::spmd::expandToLocal(ModuleOp module,
       func.emitError() << meshRef << " does not name an 'spmd.mesh'";
       return failure();
     }
-    func->removeAttr(kFuncMeshAttr);
+    func->removeAttr(SpmdDialect::getMeshAttrName());
     Expander expander(func, mesh, rules ? *rules : own);
     if (failed(expander.run()))
       return failure();

@@ -10,66 +10,12 @@
 using namespace mlir;
 using namespace mlir::spmd;
 
-// Replicate: -1; Factor f: f >= 0; Partial: -(2 + kind + 8 * linearSet).
-int64_t AxisChoice::encode() const {
-  switch (kind) {
-  case Replicate:
-    return -1;
-  case Factor:
-    return factor;
-  case Partial:
-    return -(2 + static_cast<int64_t>(partialKind) + 8 * linearSet);
-  }
-  llvm_unreachable("unknown choice");
-}
-
-AxisChoice AxisChoice::decode(int64_t code) {
-  AxisChoice choice;
-  if (code == -1)
-    return choice;
-  if (code >= 0) {
-    choice.kind = Factor;
-    choice.factor = code;
-    return choice;
-  }
-  int64_t v = -code - 2;
-  choice.kind = Partial;
-  choice.partialKind = static_cast<ReductionKind>(v % 8);
-  choice.linearSet = v / 8;
-  return choice;
-}
-
 const ShardingRule &mlir::spmd::getCachedRule(ShardingRuleCache &cache,
                                               Operation *op) {
   auto it = cache.find(op);
   if (it == cache.end())
-    it = cache.try_emplace(op, getRuleOrFallback(op)).first;
+    it = cache.try_emplace(op, ShardingRule::getOrFallback(op)).first;
   return it->second;
-}
-
-ShardingRule mlir::spmd::getRuleOrFallback(Operation *op) {
-  if (auto iface = dyn_cast<ShardingRuleOpInterface>(op)) {
-    FailureOr<ShardingRule> rule = iface.getShardingRule();
-    if (succeeded(rule))
-      return *rule;
-  }
-  ShardingRule rule;
-  auto noDims = [](Type type) {
-    SmallVector<int64_t> dims;
-    if (auto tensor = dyn_cast<RankedTensorType>(type))
-      dims.assign(tensor.getRank(), ShardingRule::kNoFactor);
-    return dims;
-  };
-  for (Value operand : op->getOperands()) {
-    rule.operandDims.push_back(noDims(operand.getType()));
-    rule.operandGroups.push_back(0);
-    rule.operandIsInit.push_back(false);
-  }
-  for (Type type : op->getResultTypes()) {
-    rule.resultDims.push_back(noDims(type));
-    rule.resultGroups.push_back(0);
-  }
-  return rule;
 }
 
 Placements mlir::spmd::getReplicated(MLIRContext *ctx, unsigned meshRank) {
@@ -120,14 +66,6 @@ PlacementAttr mlir::spmd::getResultPlacement(const ShardingRule &rule,
                                              MLIRContext *ctx) {
   return placementFor(rule, rule.resultDims[result], choice,
                       /*accumulates=*/true, /*inLinearSet=*/true, ctx);
-}
-
-SmallVector<AxisChoice> mlir::spmd::readStrategy(Operation *op) {
-  SmallVector<AxisChoice> choices;
-  if (auto attr = op->getAttrOfType<DenseI64ArrayAttr>(kStrategyAttr))
-    for (int64_t code : attr.asArrayRef())
-      choices.push_back(AxisChoice::decode(code));
-  return choices;
 }
 
 FailureOr<RankedTensorType>

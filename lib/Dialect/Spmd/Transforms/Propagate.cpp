@@ -267,11 +267,10 @@ void Propagator::place(Operation *op) {
     placements[result] = p;
     resultSpecs.push_back(SpecAttr::get(ctx, meshRef, p));
   }
-  SmallVector<int64_t> codes;
-  for (const AxisChoice &c : strategy)
-    codes.push_back(c.encode());
-  op->setAttr(kStrategyAttr, DenseI64ArrayAttr::get(ctx, codes));
-  op->setAttr(kResultSpecsAttr, ArrayAttr::get(ctx, resultSpecs));
+  op->setAttr(SpmdDialect::getStrategyAttrName(),
+              StrategyAttr::get(ctx, rank, strategy));
+  op->setAttr(SpmdDialect::getResultSpecsAttrName(),
+              ArrayAttr::get(ctx, resultSpecs));
 }
 
 LogicalResult Propagator::run() {
@@ -394,7 +393,7 @@ LogicalResult propagateFunction(func::FuncOp func, ShardingRuleCache &rules) {
            << first.getMesh() << " does not name an 'spmd.mesh'";
   if (!func.getBody().hasOneBlock())
     return func.emitError("spmd-propagate supports single-block functions");
-  func->setAttr(kFuncMeshAttr, first.getMesh());
+  func->setAttr(SpmdDialect::getMeshAttrName(), first.getMesh());
   Propagator propagator(func, mesh, rules);
   return propagator.run();
 }

@@ -56,6 +56,10 @@ struct ShardingRule {
   /// A rule with one group where every tensor operand and result has the
   /// rank-`rank` identity mapping onto `shape`'s dimensions.
   static ShardingRule elementwise(Operation *op, ArrayRef<int64_t> shape);
+
+  /// The rule of `op` (ShardingRuleOpInterface), or the fallback when it has
+  /// none: one group, every tensor replicated, nothing sharded.
+  static ShardingRule getOrFallback(Operation *op);
 };
 
 } // namespace mlir::spmd

@@ -37,12 +37,42 @@ def Spmd_Dialect : Dialect {
   let hasConstantMaterializer = 0;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
 
     /// The name of the argument/result attribute that holds a value's spec.
     static constexpr ::llvm::StringLiteral getSpecAttrName() {
       return ::llvm::StringLiteral("spmd.spec");
+    }
+
+    // The `spmd.*` attributes the passes leave on other dialects' ops (the
+    // only ones the dialect accepts there; see docs/Spmd.md).
+
+    /// On an op spmd-propagate placed: its `#spmd.strategy`.
+    static constexpr ::llvm::StringLiteral getStrategyAttrName() {
+      return ::llvm::StringLiteral("spmd.strategy");
+    }
+    /// On an op spmd-propagate placed: one `#spmd.spec` per tensor result
+    /// (a unit attribute for any other result).
+    static constexpr ::llvm::StringLiteral getResultSpecsAttrName() {
+      return ::llvm::StringLiteral("spmd.result_specs");
+    }
+    /// On a function spmd-propagate placed: the mesh it distributes over.
+    static constexpr ::llvm::StringLiteral getMeshAttrName() {
+      return ::llvm::StringLiteral("spmd.mesh");
+    }
+    /// GPU lowering: on the `builtin.unrealized_conversion_cast` that makes
+    /// a runtime device buffer (state or constant) a memref, "state:NAME" or
+    /// "constant:NAME"; two casts with different values are different
+    /// buffers.
+    static constexpr ::llvm::StringLiteral getGpuBufferAttrName() {
+      return ::llvm::StringLiteral("spmd.gpu_buffer");
+    }
+    /// GPU lowering: on a host load/store of a host copy (a unit attribute;
+    /// spmd-verify-gpu-host-code allows those).
+    static constexpr ::llvm::StringLiteral getHostCopyAttrName() {
+      return ::llvm::StringLiteral("spmd.host_copy");
     }
   }];
 }
@@ -160,6 +190,53 @@ def Spmd_SpecAttr : Spmd_Attr<"Spec", "spec"> {
     ::llvm::LogicalResult verifyAgainst(
         ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
         ::mlir::Operation *from, ::mlir::Type type) const;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Strategy attribute
+//===----------------------------------------------------------------------===//
+
+def Spmd_StrategyAttr : Spmd_Attr<"Strategy", "strategy"> {
+  let summary = "how spmd-propagate placed an op: a choice per factor group "
+                "and mesh axis";
+  let description = [{
+    The record spmd-propagate leaves on every op it places (attribute
+    `spmd.strategy`, next to `spmd.result_specs`) and spmd-expand reads back.
+    One bracketed list per factor group of the op's sharding rule (see
+    `--spmd-print-sharding-rules`), one choice per mesh axis in each:
+
+    - `replicate`: the group is not distributed along the axis;
+    - `factor<f>`: the axis shards the rule's factor `f` (a factor of that
+      group), so every dimension `f` drives is sharded; a sharded reduction
+      factor leaves the results partial;
+    - `partial<kind, s>`: the operands of the rule's linear set `s` hold
+      `partial<kind>` along the axis and the results stay partial.
+
+    ```mlir
+    %0 = linalg.matmul {spmd.result_specs = [#spmd.spec<@m, [shard<0>, partial<sum>]>],
+                        spmd.strategy = #spmd.strategy<[factor<0>, factor<2>]>}
+           ins(%a, %b : ...) outs(%c : ...) -> tensor<8x2xf32>
+    spmd.sgd ... {spmd.strategy = #spmd.strategy<[replicate], [factor<1>]>, ...}
+    ```
+
+    Checked on the op that holds it (strategy_c1–c5 in `docs/Spmd.md`):
+    one list per factor group, each factor in range and of its group, each
+    linear set in range, and `spmd.result_specs` next to it.
+  }];
+  let parameters = (ins
+    "unsigned":$numAxes,
+    ArrayRefParameter<"::mlir::spmd::AxisChoice",
+                      "choices, indexed [group * numAxes + axis]">:$choices
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    unsigned getNumGroups() const { return getChoices().size() / getNumAxes(); }
+    const ::mlir::spmd::AxisChoice &getChoice(unsigned group,
+                                              unsigned axis) const {
+      return getChoices()[group * getNumAxes() + axis];
+    }
   }];
 }
 

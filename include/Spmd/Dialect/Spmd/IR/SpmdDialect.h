@@ -12,6 +12,8 @@
 #include "Spmd/Dialect/Spmd/IR/SpmdDialect.h.inc"
 #include "Spmd/Dialect/Spmd/IR/SpmdEnums.h.inc"
 
+#include "Spmd/Dialect/Spmd/IR/AxisChoice.h"
+
 #include "Spmd/Dialect/Spmd/IR/SpmdAttrInterfaces.h.inc"
 
 #define GET_ATTRDEF_CLASSES

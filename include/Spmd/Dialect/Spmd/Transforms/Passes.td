@@ -369,7 +369,8 @@ def SpmdPropagatePass : Pass<"spmd-propagate", "::mlir::ModuleOp"> {
     %y = linalg.matmul ins(%x, %w : tensor<8x4xf32>, tensor<4x2xf32>) ...
     // after, with %x sharded on its rows
     %y = linalg.matmul {spmd.result_specs = [#spmd.spec<@dp, [shard<0>]>],
-                        spmd.strategy = array<i64: 0>} ins(%x, %w ...) ...
+                        spmd.strategy = #spmd.strategy<[factor<0>]>}
+        ins(%x, %w ...) ...
     ```
   }];
 }

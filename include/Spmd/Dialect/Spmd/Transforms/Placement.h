@@ -1,10 +1,11 @@
 //===- Placement.h - placements shared by propagate and expand --*- C++ -*-===//
 //
 // spmd-propagate records, on every op it places, the strategy it chose
-// (`spmd.strategy`: per factor group and mesh axis, the sharded factor,
+// (`#spmd.strategy`: per factor group and mesh axis, the sharded factor,
 // replicate, or a Partial pass-through) and the specs of its results
-// (`spmd.result_specs`). spmd-expand reads them back; both derive what an
-// op needs of its operands from the op's ShardingRule with the helpers here.
+// (`spmd.result_specs`; both names are SpmdDialect's). spmd-expand reads them
+// back; both derive what an op needs of its operands from the op's ShardingRule
+// with the helpers here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,30 +18,6 @@ namespace mlir::spmd {
 
 /// One placement per mesh axis.
 using Placements = SmallVector<PlacementAttr>;
-
-constexpr StringLiteral kStrategyAttr = "spmd.strategy";
-constexpr StringLiteral kResultSpecsAttr = "spmd.result_specs";
-/// On a function spmd-propagate placed: the mesh it distributes over.
-constexpr StringLiteral kFuncMeshAttr = "spmd.mesh";
-
-/// The choice for one factor group on one mesh axis.
-struct AxisChoice {
-  enum Kind { Replicate, Factor, Partial } kind = Replicate;
-  int64_t factor = -1;                            // Factor
-  ReductionKind partialKind = ReductionKind::Sum; // Partial
-  unsigned linearSet = 0;                         // Partial
-
-  int64_t encode() const;
-  static AxisChoice decode(int64_t code);
-  bool operator==(const AxisChoice &o) const {
-    return kind == o.kind && factor == o.factor &&
-           partialKind == o.partialKind && linearSet == o.linearSet;
-  }
-};
-
-/// The rule of `op`, or the fallback (every tensor replicated, nothing
-/// sharded) when it has none.
-ShardingRule getRuleOrFallback(Operation *op);
 
 /// Rules by op, so spmd-propagate and spmd-expand (which need the same rules
 /// for the same ops) compute each once when run together.
@@ -62,9 +39,6 @@ PlacementAttr getRequiredOperandPlacement(const ShardingRule &rule,
 /// non-tensor results.
 PlacementAttr getResultPlacement(const ShardingRule &rule, unsigned result,
                                  const AxisChoice &choice, MLIRContext *ctx);
-
-/// The strategy attribute: choices indexed [group * meshRank + axis].
-SmallVector<AxisChoice> readStrategy(Operation *op);
 
 /// The per-rank type of a value of global type `type` laid out as
 /// `placements` on `mesh`: sharded dimensions are divided (dynamic when a
