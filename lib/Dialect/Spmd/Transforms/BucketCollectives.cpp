@@ -190,25 +190,22 @@ void emitBucket(MutableArrayRef<Member> members) {
   }
   FlatSymbolRefAttr mesh =
       onCollective(last, [](auto c) { return c.getMeshAttr(); });
-  DenseI64ArrayAttr axes =
-      onCollective(last, [](auto c) { return c.getAxesAttr(); });
+  ArrayRef<int64_t> axes =
+      onCollective(last, [](auto c) { return c.getAxes(); });
   Type futureType = FutureType::get(ctx, outType);
   Value future;
   if (auto reduce = dyn_cast<AllReduceOp>(last))
-    future =
-        AllReduceOp::create(b, loc, TypeRange{futureType}, ValueRange{concat},
-                            mesh, axes, reduce.getKindAttr())
-            .getResult(0);
+    future = AllReduceOp::create(b, loc, futureType, concat, mesh, axes,
+                                 reduce.getKind())
+                 .getResult(0);
   else if (auto scatter = dyn_cast<ReduceScatterOp>(last))
-    future = ReduceScatterOp::create(
-                 b, loc, TypeRange{futureType}, ValueRange{concat}, mesh, axes,
-                 scatter.getKindAttr(), b.getI64IntegerAttr(0))
+    future = ReduceScatterOp::create(b, loc, futureType, concat, mesh, axes,
+                                     scatter.getKind(), /*scatterDim=*/0)
                  .getResult(0);
   else
-    future =
-        AllGatherOp::create(b, loc, TypeRange{futureType}, ValueRange{concat},
-                            mesh, axes, b.getI64IntegerAttr(0))
-            .getResult(0);
+    future = AllGatherOp::create(b, loc, futureType, concat, mesh, axes,
+                                 /*gatherDim=*/0)
+                 .getResult(0);
   // The first wait of the members.
   WaitOp first = members.front().wait;
   for (Member &m : members)

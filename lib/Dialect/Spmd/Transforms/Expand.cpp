@@ -342,12 +342,10 @@ FailureOr<Value> Expander::gather(Value v, RankedTensorType global,
   RankedTensorType outType = padding.padType(*finalType);
   auto inType = cast<RankedTensorType>(v.getType());
   int64_t n = mesh.getShape()[axis];
-  auto axes = b.getDenseI64ArrayAttr({axis});
   cur = next;
   if (!inType.isDynamicDim(dim)) {
     Value gathered =
-        AllGatherOp::create(b, loc, TypeRange{outType}, ValueRange{v}, meshRef,
-                            axes, b.getI64IntegerAttr(dim))
+        AllGatherOp::create(b, loc, outType, v, meshRef, {axis}, dim)
             .getResult(0);
     return cutPadding(gathered, padding, *finalType, loc);
   }
@@ -367,11 +365,9 @@ FailureOr<Value> Expander::gather(Value v, RankedTensorType global,
   Value padded = tensor::PadOp::create(b, loc, paddedType, v, low, high, zero);
   SmallVector<int64_t> gatheredShape(paddedShape);
   gatheredShape[dim] = chunk * n;
-  Value gathered =
-      AllGatherOp::create(b, loc, TypeRange{inType.clone(gatheredShape)},
-                          ValueRange{padded}, meshRef, axes,
-                          b.getI64IntegerAttr(dim))
-          .getResult(0);
+  Value gathered = AllGatherOp::create(b, loc, inType.clone(gatheredShape),
+                                       padded, meshRef, {axis}, dim)
+                       .getResult(0);
   // The gathered dimension loses its padding; the others keep their local
   // size (dynamic where another mesh axis splits them unevenly).
   SmallVector<OpFoldResult> offsets(inType.getRank(), b.getIndexAttr(0));
@@ -503,11 +499,9 @@ FailureOr<Value> Expander::partialToShard(Value v, RankedTensorType global,
   v = padding.value;
   RankedTensorType outType = padding.padType(*finalType);
   auto inType = cast<RankedTensorType>(v.getType());
-  auto axes = b.getDenseI64ArrayAttr({axis});
-  auto kind = ReductionKindAttr::get(ctx, partial.getKind());
+  ReductionKind kind = partial.getKind();
   if (evenOn(global, d, axis)) {
-    v = ReduceScatterOp::create(b, loc, TypeRange{outType}, ValueRange{v},
-                                meshRef, axes, kind, b.getI64IntegerAttr(d))
+    v = ReduceScatterOp::create(b, loc, outType, v, meshRef, {axis}, kind, d)
             .getResult(0);
   } else {
     // Pad to n * ceil(N / n), reduce-scatter, keep this rank's part.
@@ -524,11 +518,9 @@ FailureOr<Value> Expander::partialToShard(Value v, RankedTensorType global,
     Value padded =
         tensor::PadOp::create(b, loc, inType.clone(shape), v, low, high, zero);
     shape[d] = chunk;
-    Value scattered =
-        ReduceScatterOp::create(b, loc, TypeRange{inType.clone(shape)},
-                                ValueRange{padded}, meshRef, axes, kind,
-                                b.getI64IntegerAttr(d))
-            .getResult(0);
+    Value scattered = ReduceScatterOp::create(b, loc, inType.clone(shape),
+                                              padded, meshRef, {axis}, kind, d)
+                          .getResult(0);
     SmallVector<OpFoldResult> offsets(inType.getRank(), b.getIndexAttr(0));
     SmallVector<OpFoldResult> strides(inType.getRank(), b.getIndexAttr(1));
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, scattered);
@@ -547,10 +539,8 @@ Value Expander::partialToReplicate(Value v, RankedTensorType global,
   auto type = cast<RankedTensorType>(v.getType());
   StaticPadding padding = padDynamicDims(v, global, cur, -1, loc);
   Value reduced =
-      AllReduceOp::create(b, loc, TypeRange{padding.padType(type)},
-                          ValueRange{padding.value}, meshRef,
-                          b.getDenseI64ArrayAttr({axis}),
-                          ReductionKindAttr::get(ctx, partial.getKind()))
+      AllReduceOp::create(b, loc, padding.padType(type), padding.value, meshRef,
+                          {axis}, partial.getKind())
           .getResult(0);
   cur[axis] = ReplicateAttr::get(ctx);
   return cutPadding(reduced, padding, type, loc);
@@ -567,10 +557,8 @@ FailureOr<Value> Expander::shardToShard(Value v, RankedTensorType global,
     return failure();
   StaticPadding padding = padDynamicDims(v, global, cur, -1, loc);
   Value exchanged =
-      AllToAllOp::create(b, loc, TypeRange{padding.padType(*outType)},
-                         ValueRange{padding.value}, meshRef,
-                         b.getDenseI64ArrayAttr({axis}), b.getI64IntegerAttr(j),
-                         b.getI64IntegerAttr(i))
+      AllToAllOp::create(b, loc, padding.padType(*outType), padding.value,
+                         meshRef, {axis}, /*splitDim=*/j, /*concatDim=*/i)
           .getResult(0);
   cur = next;
   return cutPadding(exchanged, padding, *outType, loc);

@@ -154,6 +154,18 @@ def Spmd_AllReduceOp : Spmd_CollectiveOp<"all_reduce"> {
     ```
   }] # commonDescription;
   let arguments = !con(commonArgs, (ins Spmd_ReductionKind:$kind));
+  let builders = [
+    // One tensor (or future) reduced over `axes` of `mesh`.
+    OpBuilder<(ins "::mlir::Type":$resultType, "::mlir::Value":$input,
+                   "::mlir::FlatSymbolRefAttr":$mesh,
+                   "::llvm::ArrayRef<int64_t>":$axes,
+                   "::mlir::spmd::ReductionKind":$kind), [{
+      build($_builder, $_state, ::mlir::TypeRange{resultType},
+            ::mlir::ValueRange{input}, mesh,
+            $_builder.getDenseI64ArrayAttr(axes),
+            ReductionKindAttr::get($_builder.getContext(), kind));
+    }]>
+  ];
   let assemblyFormat = [{
     $inputs `on` $mesh `axes` `=` $axes $kind attr-dict
     `:` type($inputs) `->` type($results)
@@ -175,6 +187,17 @@ def Spmd_AllGatherOp : Spmd_CollectiveOp<"all_gather"> {
     ```
   }] # commonDescription;
   let arguments = !con(commonArgs, (ins I64Attr:$gather_dim));
+  let builders = [
+    // One tensor (or future) gathered along `gatherDim`.
+    OpBuilder<(ins "::mlir::Type":$resultType, "::mlir::Value":$input,
+                   "::mlir::FlatSymbolRefAttr":$mesh,
+                   "::llvm::ArrayRef<int64_t>":$axes, "int64_t":$gatherDim), [{
+      build($_builder, $_state, ::mlir::TypeRange{resultType},
+            ::mlir::ValueRange{input}, mesh,
+            $_builder.getDenseI64ArrayAttr(axes),
+            $_builder.getI64IntegerAttr(gatherDim));
+    }]>
+  ];
   let assemblyFormat = [{
     $inputs `on` $mesh `axes` `=` $axes `gather_dim` `=` $gather_dim attr-dict
     `:` type($inputs) `->` type($results)
@@ -197,6 +220,20 @@ def Spmd_ReduceScatterOp : Spmd_CollectiveOp<"reduce_scatter"> {
   }] # commonDescription;
   let arguments = !con(commonArgs, (ins Spmd_ReductionKind:$kind,
                                         I64Attr:$scatter_dim));
+  let builders = [
+    // One tensor (or future) reduced and scattered along `scatterDim`.
+    OpBuilder<(ins "::mlir::Type":$resultType, "::mlir::Value":$input,
+                   "::mlir::FlatSymbolRefAttr":$mesh,
+                   "::llvm::ArrayRef<int64_t>":$axes,
+                   "::mlir::spmd::ReductionKind":$kind,
+                   "int64_t":$scatterDim), [{
+      build($_builder, $_state, ::mlir::TypeRange{resultType},
+            ::mlir::ValueRange{input}, mesh,
+            $_builder.getDenseI64ArrayAttr(axes),
+            ReductionKindAttr::get($_builder.getContext(), kind),
+            $_builder.getI64IntegerAttr(scatterDim));
+    }]>
+  ];
   let assemblyFormat = [{
     $inputs `on` $mesh `axes` `=` $axes $kind `scatter_dim` `=` $scatter_dim
     attr-dict `:` type($inputs) `->` type($results)
@@ -219,6 +256,20 @@ def Spmd_AllToAllOp : Spmd_CollectiveOp<"all_to_all"> {
   }] # commonDescription;
   let arguments = !con(commonArgs, (ins I64Attr:$split_dim,
                                         I64Attr:$concat_dim));
+  let builders = [
+    // One tensor exchanged: split along `splitDim`, concatenated along
+    // `concatDim`.
+    OpBuilder<(ins "::mlir::Type":$resultType, "::mlir::Value":$input,
+                   "::mlir::FlatSymbolRefAttr":$mesh,
+                   "::llvm::ArrayRef<int64_t>":$axes, "int64_t":$splitDim,
+                   "int64_t":$concatDim), [{
+      build($_builder, $_state, ::mlir::TypeRange{resultType},
+            ::mlir::ValueRange{input}, mesh,
+            $_builder.getDenseI64ArrayAttr(axes),
+            $_builder.getI64IntegerAttr(splitDim),
+            $_builder.getI64IntegerAttr(concatDim));
+    }]>
+  ];
   let assemblyFormat = [{
     $inputs `on` $mesh `axes` `=` $axes `split_dim` `=` $split_dim
     `concat_dim` `=` $concat_dim attr-dict
