@@ -13,6 +13,7 @@
 #include "HalfFloat.h"
 #include "JobChecks.h"
 #include "MeshGroup.h"
+#include "StateRegistry.h"
 
 #include <malloc.h>
 
@@ -69,13 +70,7 @@ struct Runtime {
   int rank = 0;
   int size = 1;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Group>> groups;
-  struct State {
-    std::string name;
-    void *data;
-    int64_t bytes;
-    int32_t dtype;
-  };
-  std::vector<State> states;
+  spmd::runtime::StateRegistry states;
 };
 
 Runtime &rt() {
@@ -649,54 +644,37 @@ void spmdAbort(const char *message) {
 
 void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
                        int32_t dtype) {
-  for (auto &state : rt().states) {
-    if (state.name != name)
-      continue;
-    if (state.bytes != bytes || state.dtype != dtype)
-      fail("spmdStateRegister",
-           "state '%s' is registered with %lld bytes of type %d, now %lld "
-           "bytes of type %d",
-           name, static_cast<long long>(state.bytes), state.dtype,
-           static_cast<long long>(bytes), dtype);
-    state.data = ptr(address);
-    return;
-  }
-  rt().states.push_back({name, ptr(address), bytes, dtype});
+  std::string error;
+  if (!rt().states.add(name, address, bytes, dtype, error))
+    fail("spmdStateRegister", "%s", error.c_str());
 }
 
 int64_t spmdStateData(const char *name, int64_t *bytes) {
-  for (auto &state : rt().states)
-    if (state.name == name) {
-      if (bytes)
-        *bytes = state.bytes;
-      return reinterpret_cast<int64_t>(state.data);
-    }
-  fail("spmdStateData", "no state named '%s' is registered", name);
+  std::string error;
+  const auto *state = rt().states.data(name, error);
+  if (!state)
+    fail("spmdStateData", "%s", error.c_str());
+  if (bytes)
+    *bytes = state->bytes;
+  return state->address;
 }
 
 int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype) {
-  for (auto &state : rt().states)
-    if (state.name == name) {
-      if (state.bytes != bytes || state.dtype != dtype)
-        fail("spmdStateBind",
-             "state '%s' holds %lld bytes of type %d, the caller expects "
-             "%lld bytes of type %d",
-             name, static_cast<long long>(state.bytes), state.dtype,
-             static_cast<long long>(bytes), dtype);
-      return reinterpret_cast<int64_t>(state.data);
-    }
-  fail("spmdStateBind", "no state named '%s' is registered", name);
+  std::string error;
+  const auto *state = rt().states.bind(name, bytes, dtype, error);
+  if (!state)
+    fail("spmdStateBind", "%s", error.c_str());
+  return state->address;
 }
 
-int64_t spmdStateCount(void) {
-  return static_cast<int64_t>(rt().states.size());
-}
+int64_t spmdStateCount(void) { return rt().states.count(); }
 
 const char *spmdStateName(int64_t index) {
-  if (index < 0 || index >= spmdStateCount())
+  const char *name = rt().states.name(index);
+  if (!name)
     fail("spmdStateName", "index %lld out of range",
          static_cast<long long>(index));
-  return rt().states[index].name.c_str();
+  return name;
 }
 
 } // extern "C"

@@ -170,25 +170,22 @@ void spmdGpuProgramEnd(void) {
 int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype) {
   spmd::gpu::ensureContext();
   Runtime &r = rt();
-  auto it = r.states.find(name);
-  if (it == r.states.end()) {
-    State st;
-    st.bytes = bytes;
-    st.dtype = dtype;
-    if (bytes > 0) {
-      spmd::gpu::checkCu(cuMemAlloc(&st.buffer, static_cast<size_t>(bytes)),
-                         "cuMemAlloc (state)");
-      spmd::gpu::checkCu(cuMemsetD8(st.buffer, 0, static_cast<size_t>(bytes)),
-                         "cuMemsetD8 (state)");
-    }
-    it = r.states.emplace(name, st).first;
-    r.stateOrder.push_back(name);
-  } else if (it->second.bytes != bytes || it->second.dtype != dtype) {
-    std::string what = std::string("state \"") + name +
-                       "\" used with another size or element type";
-    spmd::gpu::fail("spmdGpuStateAddress", what.c_str());
+  std::string error;
+  if (const auto *state = r.states.find(name)) {
+    if (!r.states.bind(name, bytes, dtype, error))
+      spmd::gpu::fail("spmdGpuStateAddress", error.c_str());
+    return state->address;
   }
-  return static_cast<int64_t>(it->second.buffer);
+  CUdeviceptr buffer = 0;
+  if (bytes > 0) {
+    spmd::gpu::checkCu(cuMemAlloc(&buffer, static_cast<size_t>(bytes)),
+                       "cuMemAlloc (state)");
+    spmd::gpu::checkCu(cuMemsetD8(buffer, 0, static_cast<size_t>(bytes)),
+                       "cuMemsetD8 (state)");
+  }
+  if (!r.states.add(name, static_cast<int64_t>(buffer), bytes, dtype, error))
+    spmd::gpu::fail("spmdGpuStateAddress", error.c_str());
+  return static_cast<int64_t>(buffer);
 }
 
 int64_t spmdGpuConstantAddress(int64_t host, int64_t bytes) {
@@ -225,46 +222,43 @@ int64_t spmdGpuConstantAddress(int64_t host, int64_t bytes) {
   return static_cast<int64_t>(buffer);
 }
 
+// The registry's functions (StateRegistry.h, as the CPU runtime has them);
+// a state's device buffer is the one spmdGpuStateAddress made.
+
 void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
                        int32_t dtype) {
   if (spmdGpuStateAddress(name, bytes, dtype) != address) {
-    std::string what = std::string("state \"") + name +
-                       "\" registered at another address than its buffer";
+    std::string what = std::string("state '") + name +
+                       "' registered at another address than its buffer";
     spmd::gpu::fail("spmdStateRegister", what.c_str());
   }
 }
 
 int64_t spmdStateData(const char *name, int64_t *bytes) {
-  auto it = rt().states.find(name);
-  if (it == rt().states.end()) {
-    std::string what = std::string("unknown state \"") + name + "\"";
-    spmd::gpu::fail("spmdStateData", what.c_str());
-  }
+  std::string error;
+  const auto *state = rt().states.data(name, error);
+  if (!state)
+    spmd::gpu::fail("spmdStateData", error.c_str());
   if (bytes)
-    *bytes = it->second.bytes;
-  return static_cast<int64_t>(it->second.buffer);
+    *bytes = state->bytes;
+  return state->address;
 }
 
 int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype) {
-  int64_t have = 0;
-  int64_t address = spmdStateData(name, &have);
-  const State &st = rt().states[name];
-  if (have != bytes || st.dtype != dtype) {
-    std::string what =
-        std::string("state \"") + name + "\" has another size or element type";
-    spmd::gpu::fail("spmdStateBind", what.c_str());
-  }
-  return address;
+  std::string error;
+  const auto *state = rt().states.bind(name, bytes, dtype, error);
+  if (!state)
+    spmd::gpu::fail("spmdStateBind", error.c_str());
+  return state->address;
 }
 
-int64_t spmdStateCount(void) {
-  return static_cast<int64_t>(rt().stateOrder.size());
-}
+int64_t spmdStateCount(void) { return rt().states.count(); }
 
 const char *spmdStateName(int64_t index) {
-  if (index < 0 || index >= spmdStateCount())
+  const char *name = rt().states.name(index);
+  if (!name)
     spmd::gpu::fail("spmdStateName", "index out of range");
-  return rt().stateOrder[static_cast<size_t>(index)].c_str();
+  return name;
 }
 
 } // extern "C"

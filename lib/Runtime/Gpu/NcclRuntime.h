@@ -14,6 +14,7 @@
 #define SPMD_RUNTIME_GPU_NCCLRUNTIME_H
 
 #include "../JobChecks.h"
+#include "../StateRegistry.h"
 
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -28,12 +29,6 @@
 #include <vector>
 
 namespace spmd::gpu::nccl {
-
-struct State {
-  CUdeviceptr buffer = 0;
-  int64_t bytes = 0;
-  int32_t dtype = 0;
-};
 
 /// A program constant's device copy and the host bytes it was made from.
 struct Constant {
@@ -53,10 +48,10 @@ struct Runtime {
   cublasHandle_t blas = nullptr;
   CUstream blasStream = nullptr;
   int device = -1;
-  std::map<std::string, State> states;
+  /// State buffers (allocated on first use, zeroed) by name.
+  spmd::runtime::StateRegistry states;
   // Device copies of the programs' constants, by host address.
   std::map<int64_t, Constant> constants;
-  std::vector<std::string> stateOrder;
   // Inside spmdGroupStart/End: NCCL enqueues the group's operations at the
   // end, so what must follow them on the stream (events, copies out of
   // scratch buffers) waits until then.

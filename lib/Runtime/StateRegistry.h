@@ -1,0 +1,99 @@
+//===- StateRegistry.h - named state of compiled programs -------*- C++ -*-===//
+//
+// Shared by the MPI/Gloo and the NCCL runtimes (as MeshGroup.h is): the
+// parameters, buffers and optimizer state compiled programs keep between
+// steps, by name, in registration order. spmdStateRegister puts a state at
+// an address (host globals on the CPU path, device buffers on the GPU path);
+// spmdStateData, spmdStateBind, spmdStateCount and spmdStateName read it back
+// (the Python bridge binds the model's tensors to them). The runtimes wrap
+// these in their C functions and report the error strings their own way.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMD_RUNTIME_STATEREGISTRY_H
+#define SPMD_RUNTIME_STATEREGISTRY_H
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace spmd::runtime {
+
+class StateRegistry {
+public:
+  struct Entry {
+    std::string name;
+    int64_t address = 0;
+    int64_t bytes = 0;
+    int32_t dtype = 0;
+  };
+
+  const Entry *find(const char *name) const {
+    auto it = index.find(name);
+    return it == index.end() ? nullptr : &entries[it->second];
+  }
+
+  /// Puts `name` at `address` (a state registered again moves: a program
+  /// loaded again has its globals elsewhere). False, with `error`, when it
+  /// was registered with another size or element type.
+  bool add(const char *name, int64_t address, int64_t bytes, int32_t dtype,
+           std::string &error) {
+    auto it = index.find(name);
+    if (it == index.end()) {
+      index.emplace(name, entries.size());
+      entries.push_back({name, address, bytes, dtype});
+      return true;
+    }
+    Entry &e = entries[it->second];
+    if (e.bytes != bytes || e.dtype != dtype) {
+      error = "state '" + e.name + "' is registered with " +
+              std::to_string(e.bytes) + " bytes of type " +
+              std::to_string(e.dtype) + ", now " + std::to_string(bytes) +
+              " bytes of type " + std::to_string(dtype);
+      return false;
+    }
+    e.address = address;
+    return true;
+  }
+
+  /// The entry of `name`; null, with `error`, when there is none.
+  const Entry *data(const char *name, std::string &error) const {
+    const Entry *e = find(name);
+    if (!e)
+      error = std::string("no state named '") + name + "' is registered";
+    return e;
+  }
+
+  /// The entry of `name` when it holds `bytes` bytes of `dtype`; null, with
+  /// `error`, otherwise.
+  const Entry *bind(const char *name, int64_t bytes, int32_t dtype,
+                    std::string &error) const {
+    const Entry *e = data(name, error);
+    if (e && (e->bytes != bytes || e->dtype != dtype)) {
+      error = "state '" + e->name + "' holds " + std::to_string(e->bytes) +
+              " bytes of type " + std::to_string(e->dtype) +
+              ", the caller expects " + std::to_string(bytes) +
+              " bytes of type " + std::to_string(dtype);
+      return nullptr;
+    }
+    return e;
+  }
+
+  int64_t count() const { return static_cast<int64_t>(entries.size()); }
+
+  /// The name of the `i`-th state registered; null when out of range.
+  const char *name(int64_t i) const {
+    if (i < 0 || i >= count())
+      return nullptr;
+    return entries[static_cast<size_t>(i)].name.c_str();
+  }
+
+private:
+  std::vector<Entry> entries;
+  std::unordered_map<std::string, size_t> index;
+};
+
+} // namespace spmd::runtime
+
+#endif // SPMD_RUNTIME_STATEREGISTRY_H
