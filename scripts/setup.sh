@@ -48,11 +48,18 @@ if [ ! -f "$SPMD_VENV/.complete" ]; then
   touch "$SPMD_VENV/.complete"
 fi
 SPMD_PYTHON="$SPMD_VENV/bin/python"
-# `import spmd` from the environment: the package of this checkout (a .pth
-# entry, like an editable install; the last checkout set up wins) and its
-# build (SPMD_BUILD, else <checkout>/build).
+# `import spmd` from the environment: this checkout's package, installed
+# editable (python/pyproject.toml; the environment is shared by the checkouts
+# on this machine, so the last one set up is what a bare `import spmd` gets;
+# PYTHONPATH=<checkout>/python picks another). The package finds the compiler
+# through SPMD_BUILD, else <its checkout>/build.
 site=$("$SPMD_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-echo "$SPMD_ROOT/python" >"$site/spmd.pth"
+rm -f "$site/spmd.pth" # what setup wrote before the package had pyproject.toml
+"$SPMD_PYTHON" -c 'import wheel' 2>/dev/null ||
+  "$SPMD_PYTHON" -m pip install -q --disable-pip-version-check \
+    -r "$SPMD_ROOT/python/build-requirements.txt" >&2
+"$SPMD_PYTHON" -m pip install -q --disable-pip-version-check --no-deps \
+  --no-build-isolation -e "$SPMD_ROOT/python" >&2
 # LLVM's own lit, run by the project's interpreter.
 SPMD_LIT=("$SPMD_PYTHON" "$LLVM_PREFIX/bin/lit")
 

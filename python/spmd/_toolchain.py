@@ -21,17 +21,36 @@ LLVM_PREFIX = Path(os.environ.get("SPMD_LLVM_PREFIX", "/usr/lib/llvm-22"))
 
 
 def source_root() -> Path:
-    return Path(__file__).resolve().parents[2]
+    """The checkout this package is in (scripts/setup.sh installs it
+    editable); None when the package was installed elsewhere."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "CMakeLists.txt").exists() and \
+            (root / "python" / "spmd" / "__init__.py").exists():
+        return root
+    return None
 
 
 def build_dir() -> Path:
-    """`$SPMD_BUILD`, else the `build` folder of the checkout this package
-    lives in (where scripts/setup.sh builds)."""
-    build = Path(os.environ.get("SPMD_BUILD", source_root() / "build"))
+    """Where the compiler and runtime are: `$SPMD_BUILD` when set, else the
+    `build` folder of the checkout this package is in (where
+    scripts/setup.sh builds). A package installed outside a checkout needs
+    SPMD_BUILD."""
+    setting = os.environ.get("SPMD_BUILD")
+    root = source_root()
+    if setting:
+        build, why = Path(setting), "SPMD_BUILD"
+    elif root is not None:
+        build, why = root / "build", f"the checkout {root}"
+    else:
+        raise CompileError(
+            f"the spmd package at {Path(__file__).resolve().parent} is "
+            "installed outside a checkout: set SPMD_BUILD to the build folder "
+            "of the spmd checkout to use (the one scripts/setup.sh built)")
     if not (build / "bin" / "spmd-opt").exists():
         raise CompileError(
-            f"spmd-opt not found under {build}/bin: build the project first "
-            "(bash scripts/setup.sh) or point SPMD_BUILD at a build folder")
+            f"spmd-opt not found under {build}/bin (from {why}): build the "
+            "project first (bash scripts/setup.sh) or point SPMD_BUILD at a "
+            "build folder")
     return build
 
 
