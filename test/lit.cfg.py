@@ -138,7 +138,7 @@ if config.spmd_have_cuda:
          f"-L{spmd_lib} -lSpmdGpuRuntime -L{cuda_lib}/stubs -lcuda "
          f"-Wl,-rpath,{spmd_lib}:{cuda_lib}"))
     # The GPU emulator (lib/Runtime/GpuEmulator): programs compiled with
-    # spmd-lower-to-nvvm{emulate=1} run on the CPU; link them with
+    # spmd-lower-to-emulator (test/lib/GpuEmulator) run on the CPU; link them with
     # %gpu_emulator_libs, run them with `%run_gpu_emulated %mpirun N prog`.
     # The emulator's schedule can be chosen for a whole run
     # (SPMD_EMU_SCHEDULE=random:SEED lit ...).

@@ -10,8 +10,9 @@
 # path and run here, whose outputs the GPU runs are checked against.
 # Everything lands in bench/gpu/out (a few MiB; carry that folder).
 #
-# --emulate builds the same for the GPU emulator instead (kernels compiled
-# for the host; bench/gpu/out-emulated), so that check.sh can be tried here:
+# --emulate builds the same for the GPU emulator instead (test support's
+# spmd-lower-to-emulator: kernels compiled for the host;
+# bench/gpu/out-emulated), so that check.sh can be tried here:
 #   bash bench/gpu/build.sh --emulate 256 128 64 && bash bench/gpu/out-emulated/check.sh
 #
 #   bash bench/gpu/build.sh [--emulate] [B K N]     (default 4096 1024 1024)
@@ -25,11 +26,13 @@ fi
 B=${1:-4096} K=${2:-1024} N=${3:-1024}
 here="$SPMD_ROOT/bench/gpu"
 out="$here/out"
-lower="cuda-toolkit=CUDA"
+lower="--spmd-lower-to-nvvm=cuda-toolkit=CUDA"
 link_extra=()
 if [ $emulate = 1 ]; then
   out="$here/out-emulated"
-  lower="emulate=1"
+  # Test support (test/lib/GpuEmulator): the same host code, kernels for
+  # the host.
+  lower="--spmd-lower-to-emulator"
   link_extra=(-rdynamic)
 fi
 llvm=/usr/lib/llvm-22
@@ -88,7 +91,7 @@ gpt_flags=$(cd "$SPMD_ROOT" && "$SPMD_PYTHON" bench/gpu/emit_gpt.py "$gpt_config
 gpu() {
   local name=$1 local_mlir=$2 driver=$3
   shift 3
-  spmd-gpu-opt "$local_mlir" --spmd-lower-to-nvvm="${lower/CUDA/$cuda}" \
+  spmd-gpu-opt "$local_mlir" "${lower/CUDA/$cuda}" \
     | "$llvm/bin/mlir-translate" --mlir-to-llvmir -o "$out/$name.ll"
   "$llvm/bin/llc" -O2 -mtriple="$triple" --relocation-model=pic -filetype=obj \
     "$out/$name.ll" -o "$out/$name.o"
@@ -112,7 +115,7 @@ cpu() {
     mpirun --oversubscribe -np 1 "$out/$name" "$out/$ref"
 }
 
-echo "== GPU: spmd-gpu-opt --spmd-lower-to-nvvm=\"$lower\""
+echo "== GPU: spmd-gpu-opt $lower"
 gpu grad_step_gpu "$out/local.mlir" "$here/grad_step_bench.cpp" \
   -DB="$B" -DK="$K" -DN="$N"
 gpu train_step_gpu "$out/train_local.mlir" "$here/train_step_main.cpp"

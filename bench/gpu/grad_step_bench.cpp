@@ -8,7 +8,7 @@
 // (mean of REPEATS runs after one warm-up).
 //
 //   grad_step_cpu OUT.bin        grad_step_gpu REF.bin
-#include "StepDriver.h"
+#include "../../test/lib/Support/StepDriver.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 

@@ -6,7 +6,7 @@
 // own against that file. Used by bench/gpu/check.sh and the emulator tests.
 //
 //   train_step_cpu OUT.bin        train_step_gpu REF.bin|-
-#include "StepDriver.h"
+#include "../../test/lib/Support/StepDriver.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 

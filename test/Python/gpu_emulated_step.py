@@ -5,7 +5,7 @@ against the CPU path.
 
 Each program goes through the bridge's own pipeline, then once with the mesh
 set to 1 rank through spmd-lower-to-cpu (the single-device reference, run on
-1 rank) and once as written through spmd-lower-to-nvvm{emulate=1} (run on 2
+1 rank) and once as written through spmd-lower-to-emulator (run on 2
 ranks against build/lib/gpu-emulator); Inputs/bridge_step_main.cpp drives
 both, its shapes given as compiler flags (the same for every CASE). Cases
 run two at a time; each prints its two ranks' verdicts (sorted), and a
@@ -94,7 +94,7 @@ class Toolchain:
         mpi_env = dict(os.environ, TMPDIR=str(tmp))
         run(MPIRUN + ["1", work / f"{case}.cpu", ref], env=mpi_env)
         gpu = self.lower(f"{case}.gpu", local, "spmd-gpu-opt",
-                         "--spmd-lower-to-nvvm=emulate=1")
+                         "--spmd-lower-to-emulator")
         run(["c++", self.gpu_driver, gpu, "-o", work / f"{case}.gpu",
              "-rdynamic", f"-L{self.lib}", "-lSpmdGpuRuntime",
              f"-L{self.cuda / 'lib64' / 'stubs'}", "-lcuda",

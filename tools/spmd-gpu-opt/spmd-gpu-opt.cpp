@@ -1,11 +1,14 @@
 //===- spmd-gpu-opt.cpp - spmd-opt plus the GPU lowering ------------------===//
 //
 // Everything spmd-opt registers, plus spmd-lower-to-nvvm and the dialects and
-// targets it needs. A separate driver so that spmd-opt stays small and fast
-// to start (it does not link LLVM's GPU code generators).
+// targets it needs, and (test support, as mlir-opt registers upstream's test
+// passes) the GPU emulator's spmd-lower-to-emulator. A separate driver so
+// that spmd-opt stays small and fast to start (it does not link LLVM's GPU
+// code generators).
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuEmulator/Passes.h"
 #include "Spmd/InitAll.h"
 #include "Spmd/InitAllGpu.h"
 
@@ -18,6 +21,7 @@ int main(int argc, char **argv) {
   mlir::spmd::registerGpuDialects(registry);
   mlir::spmd::registerAllPasses();
   mlir::spmd::registerGpuPasses();
+  mlir::spmd::test::registerGpuEmulator();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "spmd GPU optimizer driver: spmd-opt + spmd-lower-to-nvvm\n",
       registry));

@@ -18,7 +18,6 @@
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
-#include "mlir/Conversion/MathToFuncs/MathToFuncs.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
@@ -55,13 +54,6 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("CUDA toolkit with ptxas (default: MLIR's search, "
                      "e.g. /usr/local/cuda)"),
       llvm::cl::init("")};
-  PassOptions::Option<bool> emulate{
-      *this, "emulate",
-      llvm::cl::desc("compile the kernels for the host instead of cubins, to "
-                     "run against the GPU emulator (build/lib/gpu-emulator: "
-                     "CUDA driver, NCCL and cuBLAS on the CPU); the host "
-                     "code is the same"),
-      llvm::cl::init(false)};
   PassOptions::Option<bool> rowKernels{
       *this, "row-kernels",
       llvm::cl::desc("chains of row reductions and elementwise ops as one "
@@ -79,24 +71,30 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 struct InvalidOptionPass
     : public PassWrapper<InvalidOptionPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InvalidOptionPass)
-  explicit InvalidOptionPass(std::string message)
-      : message(std::move(message)) {}
+  InvalidOptionPass(std::string pipeline, std::string message)
+      : pipeline(std::move(pipeline)), message(std::move(message)) {}
   StringRef getArgument() const override {
-    return "spmd-lower-to-nvvm-invalid-option";
+    return "spmd-gpu-lowering-invalid-option";
   }
   void runOnOperation() override {
-    getOperation().emitError("spmd-lower-to-nvvm: ") << message;
+    getOperation().emitError(pipeline + ": ") << message;
     signalPassFailure();
   }
-  std::string message;
+  std::string pipeline, message;
 };
 
-void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
+} // namespace
+
+void mlir::spmd::buildGpuLowering(OpPassManager &pm,
+                                  const GpuLoweringOptions &options,
+                                  const GpuKernelTarget &target,
+                                  StringRef pipeline) {
   // NVIDIA GPUs run at most 1024 threads per block.
   if (options.blockSize < 1 || options.blockSize > 1024) {
     pm.addPass(std::make_unique<InvalidOptionPass>(
+        pipeline.str(),
         "block-size=" + std::to_string(options.blockSize) +
-        " is not a number of threads a block can have (1 to 1024)"));
+            " is not a number of threads a block can have (1 to 1024)"));
     return;
   }
   // Attention: the runtime's fused kernels (head dimensions up to 128);
@@ -141,42 +139,49 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(spmd::createSpmdVerifyGpuHostCodePass());
   pm.addPass(spmd::createSpmdGpuTraceSourcesPass());
-  if (options.emulate) {
-    pm.addPass(spmd::createSpmdGpuKernelsToHostPass());
-    // The NVVM lowering handles math.fpowi/ipowi; on the host, LLVM's powi
-    // takes only an i32 exponent (torch-mlir's `x ** 2` has an i64 one), so
-    // they become the square-and-multiply functions convert-math-to-funcs
-    // generates.
-    pm.addPass(createConvertMathToFuncs());
-  }
+  if (target.afterOutlining)
+    target.afterOutlining(pm);
   // Allocations, copies, launches, cuBLAS and NCCL ordered on one stream;
   // the host waits only where it reads device memory and at the end.
   pm.addPass(spmd::createSpmdGpuStreamOrderPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  // Kernels: NVVM, then cubins (the emulator's are host functions by now).
-  if (!options.emulate) {
-    GpuNVVMAttachTargetOptions target;
-    target.chip = options.chip;
-    target.features = options.features;
-    target.optLevel = options.optLevel;
-    pm.addPass(createGpuNVVMAttachTarget(target));
-    pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
-    pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
-  }
-  // Host (and the emulator's kernels, host code too): everything to LLVM,
-  // launches, allocations and copies through gpu-to-llvm.
+  if (target.beforeHostToLLVM)
+    target.beforeHostToLLVM(pm);
+  // Host: everything to LLVM, launches, allocations and copies through
+  // gpu-to-llvm.
   spmd::buildHostToLLVM(pm, [](OpPassManager &hostPm) {
     hostPm.addPass(createGpuToLLVMConversionPass());
   });
-  if (options.emulate) {
-    pm.addPass(spmd::createSpmdGpuEmulatorEntriesPass());
-    return;
-  }
-  GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = "bin";
-  binary.toolkitPath = options.toolkit;
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  if (target.atEnd)
+    target.atEnd(pm);
+}
+
+namespace {
+
+void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
+  spmd::GpuLoweringOptions lowering;
+  lowering.blockSize = options.blockSize;
+  lowering.rowKernels = options.rowKernels;
+  lowering.fuseKernels = options.fuseKernels;
+  spmd::GpuKernelTarget target;
+  // Kernels: NVVM, then cubins.
+  target.beforeHostToLLVM = [&options](OpPassManager &pm) {
+    GpuNVVMAttachTargetOptions nvvm;
+    nvvm.chip = options.chip;
+    nvvm.features = options.features;
+    nvvm.optLevel = options.optLevel;
+    pm.addPass(createGpuNVVMAttachTarget(nvvm));
+    pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+    pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  };
+  target.atEnd = [&options](OpPassManager &pm) {
+    GpuModuleToBinaryPassOptions binary;
+    binary.compilationTarget = "bin";
+    binary.toolkitPath = options.toolkit;
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+  };
+  spmd::buildGpuLowering(pm, lowering, target, "spmd-lower-to-nvvm");
 }
 
 } // namespace

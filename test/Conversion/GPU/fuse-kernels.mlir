@@ -2,9 +2,9 @@
 // In spmd-lower-to-nvvm (on by default, fuse-kernels=0 turns it off): the
 // gradient step's four kernels become two.
 // RUN: spmd-opt %S/Inputs/grad_step.mlir --spmd-distribute \
-// RUN:   | spmd-gpu-opt --spmd-lower-to-nvvm="emulate=1" | FileCheck %s --check-prefix=FUSED
+// RUN:   | spmd-gpu-opt --spmd-lower-to-emulator | FileCheck %s --check-prefix=FUSED
 // RUN: spmd-opt %S/Inputs/grad_step.mlir --spmd-distribute \
-// RUN:   | spmd-gpu-opt --spmd-lower-to-nvvm="emulate=1 fuse-kernels=0" | FileCheck %s --check-prefix=APART
+// RUN:   | spmd-gpu-opt --spmd-lower-to-emulator="fuse-kernels=0" | FileCheck %s --check-prefix=APART
 // FUSED-COUNT-2: gpu.launch_func
 // FUSED-NOT: gpu.launch_func
 // APART-COUNT-4: gpu.launch_func

@@ -12,6 +12,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <functional>
 
 namespace mlir::spmd {
 
@@ -22,10 +25,40 @@ namespace mlir::spmd {
 #include "Spmd/Conversion/GPU/Passes.h.inc"
 
 /// Registers `spmd-lower-to-nvvm{chip features opt-level block-size
-/// cuda-toolkit emulate row-kernels fuse-kernels}`: a local program to host
-/// code in the LLVM dialect with embedded cubins (or, with emulate, kernels
-/// compiled for the host), collectives on NCCL through libSpmdGpuRuntime.
+/// cuda-toolkit row-kernels fuse-kernels}`: a local program to host code in
+/// the LLVM dialect with embedded cubins, collectives on NCCL through
+/// libSpmdGpuRuntime.
 void registerLowerToNVVMPipeline();
+
+/// The GPU lowering's choices that do not depend on where kernels run.
+struct GpuLoweringOptions {
+  /// Threads per block along the innermost parallel loop (1 to 1024).
+  int64_t blockSize = 256;
+  /// spmd-gpu-row-kernels.
+  bool rowKernels = true;
+  /// spmd-gpu-fuse-kernels.
+  bool fuseKernels = true;
+};
+
+/// How outlined kernels are compiled, as the points where the lowering calls
+/// out: spmd-lower-to-nvvm's are NVVM and cubins; the GPU emulator's (test
+/// support, test/lib/GpuEmulator) compile them for the host. The host code is
+/// the same for every target.
+struct GpuKernelTarget {
+  /// Right after kernel outlining and the host-code checks.
+  std::function<void(OpPassManager &)> afterOutlining;
+  /// After stream ordering and control flow, before the host code goes to
+  /// the LLVM dialect.
+  std::function<void(OpPassManager &)> beforeHostToLLVM;
+  /// Last, on the LLVM dialect.
+  std::function<void(OpPassManager &)> atEnd;
+};
+
+/// The GPU lowering of a local program (spmd-lower-to-nvvm's passes) with
+/// `target`'s kernel compilation; an invalid option adds a pass that fails
+/// on the module, naming `pipeline`.
+void buildGpuLowering(OpPassManager &pm, const GpuLoweringOptions &options,
+                      const GpuKernelTarget &target, StringRef pipeline);
 
 } // namespace mlir::spmd
 

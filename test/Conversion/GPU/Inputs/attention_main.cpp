@@ -2,7 +2,7 @@
 // decomposed into linalg kernels) or, with -DSPMD_CPU, for the CPU (flash
 // kernels): output and gradients of both functions against a
 // double-precision reference of the same math.
-#include "../../../../bench/gpu/StepDriver.h"
+#include "../../../lib/Support/StepDriver.h"
 
 #include <algorithm>
 #include <cmath>

@@ -23,7 +23,7 @@
 // SPMD_STEP_VERBOSE=1: rank 0 lists every state that deviates;
 // SPMD_TRACE=DIR: the 3 steps are traced (StepDriver.h's StepTrace);
 // SPMD_CUDA_GRAPH=1: steps 2 and 3 run as one CUDA graph (GraphSteps).
-#include "../../../../bench/gpu/StepDriver.h"
+#include "../../../lib/Support/StepDriver.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 

@@ -2,7 +2,7 @@
 // x = iota(4x8) + 100 r, runs @collectives and rank 0 prints the 12 results
 // in printMemrefF32's format, which
 // test/Integration/Collectives/check_collectives.py checks.
-#include "../../../../bench/gpu/StepDriver.h"
+#include "../../../lib/Support/StepDriver.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 

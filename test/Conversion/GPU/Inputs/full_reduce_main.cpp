@@ -1,6 +1,6 @@
 // Drives Inputs/full_reduce.mlir compiled for the GPU: the three reductions
 // of fixed data against double-precision references.
-#include "../../../../bench/gpu/StepDriver.h"
+#include "../../../lib/Support/StepDriver.h"
 
 #include <algorithm>
 #include <cmath>

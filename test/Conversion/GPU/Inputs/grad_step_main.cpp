@@ -2,7 +2,7 @@
 // global data from a fixed formula, this rank's rows copied to the device,
 // the step run, its loss and weight gradient compared with a double
 // precision reference over the global batch. Prints one line per rank.
-#include "../../../../bench/gpu/StepDriver.h"
+#include "../../../lib/Support/StepDriver.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 

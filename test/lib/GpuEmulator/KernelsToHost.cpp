@@ -1,33 +1,33 @@
 //===- KernelsToHost.cpp - outlined GPU kernels as host functions ---------===//
 //
-// The first half of the GPU emulator's compilation (spmd-lower-to-nvvm
-// {emulate=1}): each outlined kernel is copied into a host function that
-// loops over the grid and the block and runs the kernel body once per
-// thread. Without barriers or shared memory the threads of a kernel are
-// independent, so any order of them computes what the GPU computes. A kernel
-// whose threads exchange values by warp shuffles at the top level of its
-// body (spmd-gpu-row-kernels' butterflies) runs phase by phase: the body is
-// cut at each shuffle, every thread of the block runs one phase before any
-// runs the next, the values a later phase uses are kept per thread in
-// arrays, and a shuffle reads its partner lane's operand from them. Kernels
-// that need more (barriers, shared memory, shuffles inside loops or
-// branches) are rejected. The host code (launches, copies, collectives)
-// is the one the real lowering produces: only the kernels' compilation
-// differs. Each gpu.module then becomes a gpu.binary whose "image" is the
-// text `spmd-emulated-kernels:<module>`, which the emulated driver reads.
+// The first half of the GPU emulator's compilation (spmd-lower-to-emulator):
+// each outlined kernel is copied into a host function that loops over the grid
+// and the block and runs the kernel body once per thread. Without barriers or
+// shared memory the threads of a kernel are independent, so any order of them
+// computes what the GPU computes. A kernel whose threads exchange values by
+// warp shuffles at the top level of its body (spmd-gpu-row-kernels'
+// butterflies) runs phase by phase: the body is cut at each shuffle, every
+// thread of the block runs one phase before any runs the next, the values a
+// later phase uses are kept per thread in arrays, and a shuffle reads its
+// partner lane's operand from them. Kernels that need more (barriers, shared
+// memory, shuffles inside loops or branches) are rejected. The host code
+// (launches, copies, collectives) is the one the real lowering produces: only
+// the kernels' compilation differs. Each gpu.module then becomes a gpu.binary
+// whose "image" is the text `spmd-emulated-kernels:<module>`, which the
+// emulated driver reads.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Spmd/Conversion/GPU/Passes.h"
+#include "Passes.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
-namespace mlir::spmd {
+namespace mlir::spmd::test {
 #define GEN_PASS_DEF_SPMDGPUKERNELSTOHOSTPASS
-#include "Spmd/Conversion/GPU/Passes.h.inc"
-} // namespace mlir::spmd
+#include "GpuEmulator/Passes.h.inc"
+} // namespace mlir::spmd::test
 
 using namespace mlir;
 
@@ -324,7 +324,7 @@ LogicalResult emulateKernel(ModuleOp top, gpu::GPUModuleOp module,
 }
 
 struct SpmdGpuKernelsToHostPass
-    : public spmd::impl::SpmdGpuKernelsToHostPassBase<
+    : public spmd::test::impl::SpmdGpuKernelsToHostPassBase<
           SpmdGpuKernelsToHostPass> {
   void runOnOperation() override {
     ModuleOp top = getOperation();

@@ -8,14 +8,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Spmd/Conversion/GPU/Passes.h"
+#include "Passes.h"
 
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 
-namespace mlir::spmd {
+namespace mlir::spmd::test {
 #define GEN_PASS_DEF_SPMDGPUEMULATORENTRIESPASS
-#include "Spmd/Conversion/GPU/Passes.h.inc"
-} // namespace mlir::spmd
+#include "GpuEmulator/Passes.h.inc"
+} // namespace mlir::spmd::test
 
 using namespace mlir;
 
@@ -74,7 +74,7 @@ void addLaunchEntry(ModuleOp top, LLVM::LLVMFuncOp impl,
 }
 
 struct SpmdGpuEmulatorEntriesPass
-    : public spmd::impl::SpmdGpuEmulatorEntriesPassBase<
+    : public spmd::test::impl::SpmdGpuEmulatorEntriesPassBase<
           SpmdGpuEmulatorEntriesPass> {
   void runOnOperation() override {
     ModuleOp top = getOperation();

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SPMD_BENCH_GPU_STEPDRIVER_H
-#define SPMD_BENCH_GPU_STEPDRIVER_H
+#ifndef SPMD_TEST_SUPPORT_STEPDRIVER_H
+#define SPMD_TEST_SUPPORT_STEPDRIVER_H
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 
@@ -137,4 +137,4 @@ private:
   int64_t graph = 0;
 };
 
-#endif // SPMD_BENCH_GPU_STEPDRIVER_H
+#endif // SPMD_TEST_SUPPORT_STEPDRIVER_H
