@@ -246,7 +246,8 @@ class _GlobalShape:
 
 def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
                      state, program, sharded):
-    types = [tensor_type(params[n].shape, params[n].dtype) for n in names]
+    """One parameter group's update: one `spmd.sgd` or `spmd.adam` op over
+    its parameters, with its state loaded before and stored after."""
     for n in names:
         if params[n].dtype != torch.float32:
             raise UnsupportedError(
@@ -254,23 +255,58 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
                 f"{params[n].dtype}",
                 hint="keep float32 parameters (model.float()) and use "
                 "torch.autocast in the step for bfloat16 compute")
-    p_list = ", ".join(values[n] for n in names)
-    g_list = ", ".join(grads[n] for n in names)
+    emitter = _GroupEmitter(w, group, gi, names, params, values, grads, state,
+                            program, sharded)
+    if isinstance(optimizer, torch.optim.SGD):
+        emitter.sgd()
+    elif isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
+        emitter.adam(isinstance(optimizer, torch.optim.AdamW))
+    else:
+        raise UnsupportedError(
+            f"spmd.compile: optimizer {type(optimizer).__name__} is not "
+            "supported (supported: torch.optim.SGD, Adam, AdamW)",
+            hint="use one of those, or update the parameters after the "
+            "compiled step returns its gradients")
 
-    def load_states(suffix):
+
+class _GroupEmitter:
+    """Writes one parameter group's optimizer op into the program (`w`):
+    its state symbols (`state`), loads, the op, and the stores of its
+    results."""
+
+    def __init__(self, w, group, gi, names, params, values, grads, state,
+                 program, sharded):
+        self.w, self.group, self.gi, self.names = w, group, gi, names
+        self.params, self.state, self.program = params, state, program
+        self.sharded = sharded
+        self.types = [tensor_type(params[n].shape, params[n].dtype)
+                      for n in names]
+        self.p_list = ", ".join(values[n] for n in names)
+        self.g_list = ", ".join(grads[n] for n in names)
+
+    def load_states(self, suffix):
+        """Each parameter's `NAME.suffix` state, declared and loaded."""
         out = []
-        for n, t in zip(names, types):
-            state(f"{n}.{suffix}", params[n].shape, params[n].dtype,
-                  "optimizer_state", sharded.get(n, ()))
-            v = w.fresh("o")
-            w.emit(f'{v} = spmd.load @"{n}.{suffix}" : {t}')
+        for n, t in zip(self.names, self.types):
+            self.state(f"{n}.{suffix}", self.params[n].shape,
+                       self.params[n].dtype, "optimizer_state",
+                       self.sharded.get(n, ()))
+            v = self.w.fresh("o")
+            self.w.emit(f'{v} = spmd.load @"{n}.{suffix}" : {t}')
             out.append(v)
         return out
 
-    def store(result, name, t):
-        w.emit(f'spmd.store {result} to @"{name}" : {t}')
+    def load_scalar(self, name):
+        """A float32 scalar state (a step counter), declared and loaded."""
+        self.state(name, (), torch.float32, "optimizer_state")
+        v = self.w.fresh("o")
+        self.w.emit(f'{v} = spmd.load @"{name}" : tensor<f32>')
+        return v
 
-    def hyperparams(keys):
+    def store(self, result, name, t):
+        self.w.emit(f'spmd.store {result} to @"{name}" : {t}')
+
+    def hyperparams(self, keys):
         """Loads each float option of the group from its state (the host
         writes the group's current value there before every call: LR
         schedulers and manual changes take effect without recompiling) and
@@ -279,16 +315,24 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
         for key in keys:
             option, index = ("betas", 0) if key == "beta1" else (
                 ("betas", 1) if key == "beta2" else (key, None))
-            name = f"optimizer.param_groups.{gi}.{key}"
-            state(name, (), torch.float64, "optimizer_state")
-            program.hyperparams.append((name, gi, option, index))
-            v = w.fresh("h")
-            w.emit(f'{v} = spmd.load @"{name}" : tensor<f64>')
+            name = f"optimizer.param_groups.{self.gi}.{key}"
+            self.state(name, (), torch.float64, "optimizer_state")
+            self.program.hyperparams.append((name, self.gi, option, index))
+            v = self.w.fresh("h")
+            self.w.emit(f'{v} = spmd.load @"{name}" : tensor<f64>')
             entries.append(f"{key} = {v}")
         return f" hyperparams({', '.join(entries)})"
 
-    kind = type(optimizer).__name__
-    if isinstance(optimizer, torch.optim.SGD):
+    def emit_op(self, op, operands, count, attrs):
+        """`%u:count = spmd.<op> operands {attrs}`; returns %u."""
+        u = self.w.fresh("u")
+        attr_dict = f" {{{', '.join(attrs)}}}" if attrs else ""
+        self.w.emit(f"{u}:{count} = spmd.{op} {operands}{attr_dict} : "
+                    f"{', '.join(self.types)}")
+        return u
+
+    def sgd(self):
+        group, names, types = self.group, self.names, self.types
         attrs = []
         momentum = float(group.get("momentum", 0.0))
         # Whether momentum and weight decay are on is structural (it keys
@@ -303,33 +347,28 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
         for key in ("nesterov", "maximize"):
             if group.get(key, False):
                 attrs.append(key)
-        operands = f"params [{p_list}] grads [{g_list}]"
-        step_name = f"optimizer.param_groups.{gi}.step"
+        operands = f"params [{self.p_list}] grads [{self.g_list}]"
+        step_name = f"optimizer.param_groups.{self.gi}.step"
         if momentum != 0.0:
-            bufs = load_states("momentum_buffer")
-            state(step_name, (), torch.float32, "optimizer_state")
-            s = w.fresh("o")
-            w.emit(f'{s} = spmd.load @"{step_name}" : tensor<f32>')
+            bufs = self.load_states("momentum_buffer")
+            s = self.load_scalar(step_name)
             operands += f" momentum_buffers [{', '.join(bufs)}] step {s}"
-        operands += hyperparams(runtime)
-        count = len(names) * (2 if momentum != 0.0 else 1) + (
-            1 if momentum != 0.0 else 0)
-        u = w.fresh("u")
-        attr_dict = f" {{{', '.join(attrs)}}}" if attrs else ""
-        w.emit(f"{u}:{count} = spmd.sgd {operands}{attr_dict} : "
-               f"{', '.join(types)}")
+        operands += self.hyperparams(runtime)
         k = len(names)
+        count = k * (2 if momentum != 0.0 else 1) + (
+            1 if momentum != 0.0 else 0)
+        u = self.emit_op("sgd", operands, count, attrs)
         for i, (n, t) in enumerate(zip(names, types)):
-            store(f"{u}#{i}", n, t)
+            self.store(f"{u}#{i}", n, t)
             if momentum != 0.0:
-                store(f"{u}#{k + i}", f"{n}.momentum_buffer", t)
+                self.store(f"{u}#{k + i}", f"{n}.momentum_buffer", t)
         if momentum != 0.0:
-            store(f"{u}#{2 * k}", step_name, "tensor<f32>")
-        program.groups.append(("sgd", names, gi))
-    elif isinstance(optimizer, torch.optim.Adam) or isinstance(
-            optimizer, torch.optim.AdamW):
-        decoupled = group.get("decoupled_weight_decay",
-                              isinstance(optimizer, torch.optim.AdamW))
+            self.store(f"{u}#{2 * k}", step_name, "tensor<f32>")
+        self.program.groups.append(("sgd", names, self.gi))
+
+    def adam(self, is_adamw):
+        group, names, types = self.group, self.names, self.types
+        decoupled = group.get("decoupled_weight_decay", is_adamw)
         attrs = []
         runtime = ["lr", "beta1", "beta2", "eps"]
         if float(group["weight_decay"]) != 0.0:
@@ -340,39 +379,25 @@ def _optimizer_group(w, optimizer, group, gi, names, params, values, grads,
                         ("decoupled_weight_decay", decoupled)):
             if on:
                 attrs.append(key)
-        m = load_states("exp_avg")
-        v = load_states("exp_avg_sq")
-        operands = (f"params [{p_list}] grads [{g_list}] exp_avgs "
+        m = self.load_states("exp_avg")
+        v = self.load_states("exp_avg_sq")
+        operands = (f"params [{self.p_list}] grads [{self.g_list}] exp_avgs "
                     f"[{', '.join(m)}] exp_avg_sqs [{', '.join(v)}]")
         if amsgrad:
-            vm = load_states("max_exp_avg_sq")
+            vm = self.load_states("max_exp_avg_sq")
             operands += f" max_exp_avg_sqs [{', '.join(vm)}]"
-        steps = []
-        for n in names:
-            state(f"{n}.step", (), torch.float32, "optimizer_state")
-            s = w.fresh("o")
-            w.emit(f'{s} = spmd.load @"{n}.step" : tensor<f32>')
-            steps.append(s)
+        steps = [self.load_scalar(f"{n}.step") for n in names]
         operands += f" steps [{', '.join(steps)}]"
-        operands += hyperparams(runtime)
+        operands += self.hyperparams(runtime)
         k = len(names)
-        count = k * (5 if amsgrad else 4)
-        u = w.fresh("u")
-        attr_dict = f" {{{', '.join(attrs)}}}" if attrs else ""
-        w.emit(f"{u}:{count} = spmd.adam {operands}{attr_dict} : "
-               f"{', '.join(types)}")
+        u = self.emit_op("adam", operands, k * (5 if amsgrad else 4), attrs)
         suffixes = ["", "exp_avg", "exp_avg_sq"] + (
             ["max_exp_avg_sq"] if amsgrad else [])
         for j, suffix in enumerate(suffixes):
             for i, (n, t) in enumerate(zip(names, types)):
-                store(f"{u}#{j * k + i}", f"{n}.{suffix}" if suffix else n, t)
+                self.store(f"{u}#{j * k + i}",
+                           f"{n}.{suffix}" if suffix else n, t)
         base = len(suffixes) * k
         for i, n in enumerate(names):
-            store(f"{u}#{base + i}", f"{n}.step", "tensor<f32>")
-        program.groups.append(("adam", names, gi))
-    else:
-        raise UnsupportedError(
-            f"spmd.compile: optimizer {kind} is not supported (supported: "
-            "torch.optim.SGD, Adam, AdamW)",
-            hint="use one of those, or update the parameters after the "
-            "compiled step returns its gradients")
+            self.store(f"{u}#{base + i}", f"{n}.step", "tensor<f32>")
+        self.program.groups.append(("adam", names, self.gi))

@@ -361,62 +361,11 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     of the mesh)."""
     leaves, spec = pytree.tree_flatten((args, kwargs))
     model, optimizer = _find_model_and_optimizer(leaves)
-
     named_params = dict(model.named_parameters())
     named_buffers = dict(model.named_buffers())
-    name_of = {id(p): n for n, p in named_params.items()}
-    if optimizer is not None:
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                if id(p) not in name_of:
-                    raise UnsupportedError(
-                        "spmd.compile: the optimizer updates a tensor that is "
-                        "not a parameter of the model",
-                        hint="build the optimizer from model.parameters()")
-
-    inputs = []
-    for i, leaf in enumerate(leaves):
-        if not isinstance(leaf, torch.Tensor):
-            continue
-        if leaf.device.type != "cpu":
-            raise UnsupportedError(
-                f"spmd.compile: input {len(inputs)} is on {leaf.device}; "
-                "compiled steps run on the CPU",
-                hint="pass CPU tensors (x.cpu())")
-        placement = getattr(leaf, "_spmd_placement", default)
-        shape = tuple(leaf.shape)
-        if leaf.dtype not in SUPPORTED_DTYPES:
-            raise UnsupportedError(
-                f"spmd.compile: input {len(inputs)} has dtype {leaf.dtype}; "
-                f"supported: {_SUPPORTED_NAMES}",
-                hint="cast it before the call (x.float()); for mixed "
-                "precision keep float32 inputs and use torch.autocast in "
-                "the step")
-        if isinstance(placement, Shard):
-            if placement.dim >= len(shape):
-                raise UnsupportedError(
-                    f"spmd.compile: input {len(inputs)} of shape "
-                    f"{list(shape)} cannot be Shard({placement.dim})",
-                    hint="mark it spmd.override_placement(x, Replicate()) or "
-                    "shard a dimension it has")
-            glob = list(shape)
-            glob[placement.dim] *= world
-            glob = tuple(glob)
-        else:
-            glob = shape
-        inputs.append(InputInfo(i, shape, glob, leaf.dtype, placement))
-
-    for name, t in list(named_params.items()) + list(named_buffers.items()):
-        if t.device.type != "cpu":
-            raise UnsupportedError(
-                f"spmd.compile: {name} is on {t.device}; compiled steps run "
-                "on the CPU", hint="move the model to the CPU (model.cpu())")
-        if t.dtype not in SUPPORTED_DTYPES:
-            raise UnsupportedError(
-                f"spmd.compile: {name} has dtype {t.dtype}; supported: "
-                f"{_SUPPORTED_NAMES}",
-                hint="keep float32 parameters (model.float()) and use "
-                "torch.autocast in the step for bfloat16 compute")
+    name_of = _parameter_names(named_params, optimizer)
+    inputs = _input_infos(leaves, world, default)
+    _check_state(named_params, named_buffers)
 
     param_names = list(named_params)
     buffer_names = list(named_buffers)
@@ -450,30 +399,137 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
                 hint="return the tensor and call .item() after the step")
         result["num_outputs"] = len(out_leaves)
         result["output_spec"] = out_spec
-        grads, grad_names = [], []
-        if optimizer is not None:
-            if capture.grads is None:
-                raise UnsupportedError(
-                    "spmd.compile: the step takes an optimizer but never "
-                    "calls its step()",
-                    hint="call optimizer.step() in the step, or do not pass "
-                    "the optimizer")
-            for group, group_grads in zip(optimizer.param_groups,
-                                          capture.grads):
-                for p, g in zip(group["params"], group_grads):
-                    if g is not None:
-                        grads.append(g)
-                        grad_names.append(name_of[id(p)])
-        result["grad_names"] = grad_names
+        grads, result["grad_names"] = _captured_grads(optimizer, capture,
+                                                      name_of)
         return (*[o.detach() for o in out_leaves], *grads)
 
-    def fake_input(info):
-        if info.dtype.is_floating_point:
-            return torch.empty(info.global_shape, dtype=info.dtype)
-        return torch.zeros(info.global_shape, dtype=info.dtype)
+    params, buffers = _traced_state(model, named_params, named_buffers,
+                                    param_names, buffer_names)
+    rng = torch.zeros(2, dtype=torch.int64)
+    try:
+        with torch.enable_grad(), _stack_traces_from_step(), _compiling(), \
+                _without_onednn():
+            graph = make_fx(step, decomposition_table=decomposition_table(),
+                            tracing_mode="fake", record_stack_traces=True)(
+                params, buffers, [_fake_input(i) for i in inputs], rng)
+    except UnsupportedError:
+        raise
+    except Exception as err:  # make_fx: data-dependent control flow, ...
+        raise _tracing_failed(err) from err
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    _check_graph(graph, set(placeholders[len(params):
+                                         len(params) + len(buffers)]))
+    flat_inputs = params + buffers + [_fake_input(i) for i in inputs]
+    if result["rng_draws"]:
+        flat_inputs.append(rng)
+    else:
+        _drop_rng_input(graph)
+    graph = _functionalize(graph, flat_inputs)
+    updates = _buffer_updates_as_outputs(graph, len(params), buffer_names)
+    return Traced(graph, model, optimizer, param_names, buffer_names, inputs,
+                  result["num_outputs"], result["output_spec"],
+                  result["grad_names"], result["rng_draws"], updates)
 
-    # A fully sharded model's parameters are this rank's chunks: the step is
-    # traced over their global shapes (only shapes matter to make_fx).
+
+def _parameter_names(named_params, optimizer) -> dict:
+    """The name of each parameter, by id; every tensor the optimizer updates
+    must be one."""
+    name_of = {id(p): n for n, p in named_params.items()}
+    if optimizer is not None:
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if id(p) not in name_of:
+                    raise UnsupportedError(
+                        "spmd.compile: the optimizer updates a tensor that is "
+                        "not a parameter of the model",
+                        hint="build the optimizer from model.parameters()")
+    return name_of
+
+
+def _input_infos(leaves, world: int, default: Placement) -> List[InputInfo]:
+    """The step's tensor arguments: where each sits among the flattened
+    arguments, its local and global shapes and its placement (checked)."""
+    inputs = []
+    for i, leaf in enumerate(leaves):
+        if not isinstance(leaf, torch.Tensor):
+            continue
+        if leaf.device.type != "cpu":
+            raise UnsupportedError(
+                f"spmd.compile: input {len(inputs)} is on {leaf.device}; "
+                "compiled steps run on the CPU",
+                hint="pass CPU tensors (x.cpu())")
+        placement = getattr(leaf, "_spmd_placement", default)
+        shape = tuple(leaf.shape)
+        if leaf.dtype not in SUPPORTED_DTYPES:
+            raise UnsupportedError(
+                f"spmd.compile: input {len(inputs)} has dtype {leaf.dtype}; "
+                f"supported: {_SUPPORTED_NAMES}",
+                hint="cast it before the call (x.float()); for mixed "
+                "precision keep float32 inputs and use torch.autocast in "
+                "the step")
+        if isinstance(placement, Shard):
+            if placement.dim >= len(shape):
+                raise UnsupportedError(
+                    f"spmd.compile: input {len(inputs)} of shape "
+                    f"{list(shape)} cannot be Shard({placement.dim})",
+                    hint="mark it spmd.override_placement(x, Replicate()) or "
+                    "shard a dimension it has")
+            glob = list(shape)
+            glob[placement.dim] *= world
+            glob = tuple(glob)
+        else:
+            glob = shape
+        inputs.append(InputInfo(i, shape, glob, leaf.dtype, placement))
+    return inputs
+
+
+def _check_state(named_params, named_buffers):
+    """Parameters and buffers are CPU tensors of a supported dtype."""
+    for name, t in list(named_params.items()) + list(named_buffers.items()):
+        if t.device.type != "cpu":
+            raise UnsupportedError(
+                f"spmd.compile: {name} is on {t.device}; compiled steps run "
+                "on the CPU", hint="move the model to the CPU (model.cpu())")
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise UnsupportedError(
+                f"spmd.compile: {name} has dtype {t.dtype}; supported: "
+                f"{_SUPPORTED_NAMES}",
+                hint="keep float32 parameters (model.float()) and use "
+                "torch.autocast in the step for bfloat16 compute")
+
+
+def _captured_grads(optimizer, capture, name_of):
+    """The gradients the optimizer's step() saw, in parameter-group order,
+    and their parameters' names."""
+    grads, grad_names = [], []
+    if optimizer is None:
+        return grads, grad_names
+    if capture.grads is None:
+        raise UnsupportedError(
+            "spmd.compile: the step takes an optimizer but never calls its "
+            "step()",
+            hint="call optimizer.step() in the step, or do not pass the "
+            "optimizer")
+    for group, group_grads in zip(optimizer.param_groups, capture.grads):
+        for p, g in zip(group["params"], group_grads):
+            if g is not None:
+                grads.append(g)
+                grad_names.append(name_of[id(p)])
+    return grads, grad_names
+
+
+def _fake_input(info: InputInfo) -> torch.Tensor:
+    """A tensor of the input's global shape (only shapes matter to make_fx)."""
+    if info.dtype.is_floating_point:
+        return torch.empty(info.global_shape, dtype=info.dtype)
+    return torch.zeros(info.global_shape, dtype=info.dtype)
+
+
+def _traced_state(model, named_params, named_buffers, param_names,
+                  buffer_names):
+    """The parameters and buffers the step is traced with: copies, and for a
+    fully sharded model's parameters (this rank's chunks) tensors of their
+    global shapes."""
     shapes = {n: shape for n, (shape, _) in
               _sharding.sharded_params(model).items()}
     params = [(torch.empty(shapes[n], dtype=named_params[n].dtype)
@@ -481,48 +537,34 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
               .requires_grad_(named_params[n].requires_grad)
               for n in param_names]
     buffers = [named_buffers[n].detach().clone() for n in buffer_names]
-    rng = torch.zeros(2, dtype=torch.int64)
-    try:
-        with torch.enable_grad(), _stack_traces_from_step(), _compiling(), \
-                _without_onednn():
-            graph = make_fx(step, decomposition_table=decomposition_table(),
-                            tracing_mode="fake", record_stack_traces=True)(
-                params, buffers, [fake_input(i) for i in inputs], rng)
-    except UnsupportedError:
-        raise
-    except Exception as err:  # make_fx: data-dependent control flow, ...
-        where = _innermost_user_frame(err.__traceback__)
-        # make_fx's own limits (a guard on a data-dependent value) get the
-        # how-to; any other exception is the step's own error.
-        dynamic = "DataDependent" in type(err).__name__
-        raise UnsupportedError(
-            f"spmd.compile: tracing the step failed ({type(err).__name__}): "
-            f"{str(err).strip().splitlines()[0] if str(err).strip() else ''}"
-            + (f"\n  at {where}" if where else "")
-            + ("\n  (steps must be traceable by make_fx: no data-dependent "
-               "Python control flow or shapes)" if dynamic else ""),
-            hint="keep branches on tensor values, .item() and "
-            "data-dependent shapes out of the step, or express them with "
-            "torch.where" if dynamic else None) from err
-    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
-    _check_graph(graph, set(placeholders[len(params):
-                                         len(params) + len(buffers)]))
-    flat_inputs = params + buffers + [fake_input(i) for i in inputs]
-    if result["rng_draws"]:
-        flat_inputs.append(rng)
-    else:
-        # No random op: the [seed, offset] input is unused; drop it.
-        # (Placeholders become plain positional inputs: the pytree
-        # signature of make_fx would still expect it.)
-        rng_input = [n for n in graph.graph.nodes if n.op == "placeholder"][-1]
-        graph.graph.erase_node(rng_input)
-        graph.graph._codegen = torch.fx.graph.CodeGen()
-        graph.recompile()
-    graph = _functionalize(graph, flat_inputs)
-    updates = _buffer_updates_as_outputs(graph, len(params), buffer_names)
-    return Traced(graph, model, optimizer, param_names, buffer_names, inputs,
-                  result["num_outputs"], result["output_spec"],
-                  result["grad_names"], result["rng_draws"], updates)
+    return params, buffers
+
+
+def _tracing_failed(err: Exception) -> UnsupportedError:
+    """The error for an exception make_fx raised: its own limits (a guard
+    on a data-dependent value) get the how-to; any other exception is the
+    step's own error. Both name the user's line."""
+    where = _innermost_user_frame(err.__traceback__)
+    dynamic = "DataDependent" in type(err).__name__
+    return UnsupportedError(
+        f"spmd.compile: tracing the step failed ({type(err).__name__}): "
+        f"{str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+        + (f"\n  at {where}" if where else "")
+        + ("\n  (steps must be traceable by make_fx: no data-dependent "
+           "Python control flow or shapes)" if dynamic else ""),
+        hint="keep branches on tensor values, .item() and "
+        "data-dependent shapes out of the step, or express them with "
+        "torch.where" if dynamic else None)
+
+
+def _drop_rng_input(graph):
+    """No random op: the [seed, offset] input is unused; drop it.
+    (Placeholders become plain positional inputs: the pytree signature of
+    make_fx would still expect it.)"""
+    rng_input = [n for n in graph.graph.nodes if n.op == "placeholder"][-1]
+    graph.graph.erase_node(rng_input)
+    graph.graph._codegen = torch.fx.graph.CodeGen()
+    graph.recompile()
 
 
 def _buffer_updates_as_outputs(graph, num_params, buffer_names):
