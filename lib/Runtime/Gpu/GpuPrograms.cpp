@@ -56,9 +56,9 @@ void spmd::gpu::synchronize(CUstream stream) {
                         spmd::trace::now(), "", spmd::trace::kComputeThread);
 }
 
-extern "C" {
+namespace {
 
-static void ensureProgramStream() {
+void ensureProgramStream() {
   spmd::gpu::ensureContext();
   Runtime &r = rt();
   if (!r.programStream) {
@@ -69,6 +69,10 @@ static void ensureProgramStream() {
                        "cuEventCreate (program stream)");
   }
 }
+
+} // namespace
+
+extern "C" {
 
 void spmdGpuProgramBegin(void) {
   ensureProgramStream();

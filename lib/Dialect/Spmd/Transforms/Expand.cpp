@@ -149,6 +149,21 @@ private:
                                Location loc);
   Value cutPadding(Value v, const StaticPadding &padding, RankedTensorType type,
                    Location loc);
+  /// The start of a collective that changes axis `axis` of `v` (placed
+  /// `cur`) to `to`: the placements after it, the local type they give, and
+  /// `v` with its dynamic dimensions other than `keep` padded to static
+  /// sizes (the collective's operand; cutPadding undoes it on its result).
+  struct AxisStep {
+    Placements next;
+    RankedTensorType finalType;
+    StaticPadding padding;
+    /// finalType at the padded sizes: the collective's result type.
+    RankedTensorType outType;
+  };
+  FailureOr<AxisStep> beginAxisStep(Value v, RankedTensorType global,
+                                    const Placements &cur, unsigned axis,
+                                    PlacementAttr to, int64_t keep,
+                                    Location loc);
   FailureOr<Value> toPartial(Value v, unsigned axis, ReductionKind kind,
                              Location loc);
   FailureOr<Value> fill(Value like, RankedTensorType type, double value,
@@ -329,25 +344,40 @@ Value Expander::cutPadding(Value v, const StaticPadding &padding,
       .getResult();
 }
 
+FailureOr<Expander::AxisStep>
+Expander::beginAxisStep(Value v, RankedTensorType global, const Placements &cur,
+                        unsigned axis, PlacementAttr to, int64_t keep,
+                        Location loc) {
+  AxisStep step;
+  step.next = cur;
+  step.next[axis] = to;
+  FailureOr<RankedTensorType> finalType = localType(global, step.next, loc);
+  if (failed(finalType))
+    return failure();
+  step.finalType = *finalType;
+  step.padding = padDynamicDims(v, global, cur, keep, loc);
+  step.outType = step.padding.padType(step.finalType);
+  return step;
+}
+
 FailureOr<Value> Expander::gather(Value v, RankedTensorType global,
                                   Placements &cur, unsigned axis, int64_t dim,
                                   Location loc) {
-  Placements next = cur;
-  next[axis] = ReplicateAttr::get(ctx);
-  FailureOr<RankedTensorType> finalType = localType(global, next, loc);
-  if (failed(finalType))
+  FailureOr<AxisStep> step =
+      beginAxisStep(v, global, cur, axis, ReplicateAttr::get(ctx), dim, loc);
+  if (failed(step))
     return failure();
-  StaticPadding padding = padDynamicDims(v, global, cur, dim, loc);
+  const StaticPadding &padding = step->padding;
+  RankedTensorType finalType = step->finalType, outType = step->outType;
   v = padding.value;
-  RankedTensorType outType = padding.padType(*finalType);
   auto inType = cast<RankedTensorType>(v.getType());
   int64_t n = mesh.getShape()[axis];
-  cur = next;
+  cur = step->next;
   if (!inType.isDynamicDim(dim)) {
     Value gathered =
         AllGatherOp::create(b, loc, outType, v, meshRef, {axis}, dim)
             .getResult(0);
-    return cutPadding(gathered, padding, *finalType, loc);
+    return cutPadding(gathered, padding, finalType, loc);
   }
   // Uneven: pad every chunk to ceil(N / n), gather, drop the padding.
   int64_t size = outType.getDimSize(dim);
@@ -377,7 +407,7 @@ FailureOr<Value> Expander::gather(Value v, RankedTensorType global,
   Value sliced = tensor::ExtractSliceOp::create(b, loc, outType, gathered,
                                                 offsets, sizes, strides)
                      .getResult();
-  return cutPadding(sliced, padding, *finalType, loc);
+  return cutPadding(sliced, padding, finalType, loc);
 }
 
 FailureOr<Value> Expander::toPartial(Value v, unsigned axis, ReductionKind kind,
@@ -490,14 +520,12 @@ FailureOr<Value> Expander::partialToShard(Value v, RankedTensorType global,
                                           ShardAttr to, Location loc) {
   auto partial = cast<PartialAttr>(cur[axis]);
   int64_t d = to.getDim();
-  Placements next = cur;
-  next[axis] = to;
-  FailureOr<RankedTensorType> finalType = localType(global, next, loc);
-  if (failed(finalType))
+  FailureOr<AxisStep> step = beginAxisStep(v, global, cur, axis, to, d, loc);
+  if (failed(step))
     return failure();
-  StaticPadding padding = padDynamicDims(v, global, cur, d, loc);
+  const StaticPadding &padding = step->padding;
+  RankedTensorType outType = step->outType;
   v = padding.value;
-  RankedTensorType outType = padding.padType(*finalType);
   auto inType = cast<RankedTensorType>(v.getType());
   ReductionKind kind = partial.getKind();
   if (evenOn(global, d, axis)) {
@@ -528,8 +556,8 @@ FailureOr<Value> Expander::partialToShard(Value v, RankedTensorType global,
     v = tensor::ExtractSliceOp::create(b, loc, outType, scattered, offsets,
                                        sizes, strides);
   }
-  cur = next;
-  return cutPadding(v, padding, *finalType, loc);
+  cur = step->next;
+  return cutPadding(v, padding, step->finalType, loc);
 }
 
 Value Expander::partialToReplicate(Value v, RankedTensorType global,
@@ -550,18 +578,15 @@ FailureOr<Value> Expander::shardToShard(Value v, RankedTensorType global,
                                         Placements &cur, unsigned axis,
                                         ShardAttr to, Location loc) {
   int64_t i = shardDimOf(cur[axis]), j = to.getDim();
-  Placements next = cur;
-  next[axis] = to;
-  FailureOr<RankedTensorType> outType = localType(global, next, loc);
-  if (failed(outType))
+  FailureOr<AxisStep> step = beginAxisStep(v, global, cur, axis, to, -1, loc);
+  if (failed(step))
     return failure();
-  StaticPadding padding = padDynamicDims(v, global, cur, -1, loc);
   Value exchanged =
-      AllToAllOp::create(b, loc, padding.padType(*outType), padding.value,
-                         meshRef, {axis}, /*splitDim=*/j, /*concatDim=*/i)
+      AllToAllOp::create(b, loc, step->outType, step->padding.value, meshRef,
+                         {axis}, /*splitDim=*/j, /*concatDim=*/i)
           .getResult(0);
-  cur = next;
-  return cutPadding(exchanged, padding, *outType, loc);
+  cur = step->next;
+  return cutPadding(exchanged, step->padding, step->finalType, loc);
 }
 
 FailureOr<Value> Expander::gatherInnerAxes(Value v, RankedTensorType global,
