@@ -93,6 +93,11 @@ Runtime &rt() {
   std::_Exit(1); // no job to take down yet: this process ends
 }
 
+/// fail() with a ready message (the state registry's errors).
+[[noreturn]] void failWith(const char *call, const std::string &message) {
+  fail(call, "%s", message.c_str());
+}
+
 /// Waits for `request` for at most the run's timeout; past it, the job ends
 /// with what was waited for. Backends cannot time out a wait, so this polls.
 void waitTimed(Request &request, const char *call, int64_t meshShape,
@@ -646,35 +651,21 @@ void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
                        int32_t dtype) {
   std::string error;
   if (!rt().states.add(name, address, bytes, dtype, error))
-    fail("spmdStateRegister", "%s", error.c_str());
+    failWith("spmdStateRegister", error);
 }
 
 int64_t spmdStateData(const char *name, int64_t *bytes) {
-  std::string error;
-  const auto *state = rt().states.data(name, error);
-  if (!state)
-    fail("spmdStateData", "%s", error.c_str());
-  if (bytes)
-    *bytes = state->bytes;
-  return state->address;
+  return rt().states.dataOrFail(name, bytes, failWith);
 }
 
 int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype) {
-  std::string error;
-  const auto *state = rt().states.bind(name, bytes, dtype, error);
-  if (!state)
-    fail("spmdStateBind", "%s", error.c_str());
-  return state->address;
+  return rt().states.bindOrFail(name, bytes, dtype, failWith);
 }
 
 int64_t spmdStateCount(void) { return rt().states.count(); }
 
 const char *spmdStateName(int64_t index) {
-  const char *name = rt().states.name(index);
-  if (!name)
-    fail("spmdStateName", "index %lld out of range",
-         static_cast<long long>(index));
-  return name;
+  return rt().states.nameOrFail(index, failWith);
 }
 
 } // extern "C"

@@ -82,6 +82,37 @@ public:
 
   int64_t count() const { return static_cast<int64_t>(entries.size()); }
 
+  // The bodies of spmdStateData/Bind/Name, for both runtimes: `fail(call,
+  // message)` is the runtime's own way to end the job (it does not return).
+
+  template <typename Fail>
+  int64_t dataOrFail(const char *name, int64_t *bytes, Fail fail) const {
+    std::string error;
+    const Entry *e = data(name, error);
+    if (!e)
+      fail("spmdStateData", error);
+    if (bytes)
+      *bytes = e->bytes;
+    return e->address;
+  }
+
+  template <typename Fail>
+  int64_t bindOrFail(const char *name, int64_t bytes, int32_t dtype,
+                     Fail fail) const {
+    std::string error;
+    const Entry *e = bind(name, bytes, dtype, error);
+    if (!e)
+      fail("spmdStateBind", error);
+    return e->address;
+  }
+
+  template <typename Fail> const char *nameOrFail(int64_t i, Fail fail) const {
+    const char *n = name(i);
+    if (!n)
+      fail("spmdStateName", "index " + std::to_string(i) + " out of range");
+    return n;
+  }
+
   /// The name of the `i`-th state registered; null when out of range.
   const char *name(int64_t i) const {
     if (i < 0 || i >= count())

@@ -58,6 +58,11 @@ void spmd::gpu::synchronize(CUstream stream) {
 
 namespace {
 
+/// spmd::gpu::fail with a ready message (the state registry's errors).
+[[noreturn]] void failWith(const char *call, const std::string &message) {
+  spmd::gpu::fail(call, message.c_str());
+}
+
 void ensureProgramStream() {
   spmd::gpu::ensureContext();
   Runtime &r = rt();
@@ -239,30 +244,17 @@ void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
 }
 
 int64_t spmdStateData(const char *name, int64_t *bytes) {
-  std::string error;
-  const auto *state = rt().states.data(name, error);
-  if (!state)
-    spmd::gpu::fail("spmdStateData", error.c_str());
-  if (bytes)
-    *bytes = state->bytes;
-  return state->address;
+  return rt().states.dataOrFail(name, bytes, failWith);
 }
 
 int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype) {
-  std::string error;
-  const auto *state = rt().states.bind(name, bytes, dtype, error);
-  if (!state)
-    spmd::gpu::fail("spmdStateBind", error.c_str());
-  return state->address;
+  return rt().states.bindOrFail(name, bytes, dtype, failWith);
 }
 
 int64_t spmdStateCount(void) { return rt().states.count(); }
 
 const char *spmdStateName(int64_t index) {
-  const char *name = rt().states.name(index);
-  if (!name)
-    spmd::gpu::fail("spmdStateName", "index out of range");
-  return name;
+  return rt().states.nameOrFail(index, failWith);
 }
 
 } // extern "C"

@@ -9,6 +9,21 @@
 using namespace mlir;
 using namespace mlir::spmd;
 
+/// One group, no inits: every operand and result of `op` with the factors
+/// `dimsOf` gives its type.
+static void setOneGroup(ShardingRule &rule, Operation *op,
+                        function_ref<SmallVector<int64_t>(Type)> dimsOf) {
+  for (Value operand : op->getOperands()) {
+    rule.operandDims.push_back(dimsOf(operand.getType()));
+    rule.operandGroups.push_back(0);
+    rule.operandIsInit.push_back(false);
+  }
+  for (Type type : op->getResultTypes()) {
+    rule.resultDims.push_back(dimsOf(type));
+    rule.resultGroups.push_back(0);
+  }
+}
+
 ShardingRule ShardingRule::elementwise(Operation *op, ArrayRef<int64_t> shape) {
   ShardingRule rule;
   for (int64_t size : shape) {
@@ -24,15 +39,7 @@ ShardingRule ShardingRule::elementwise(Operation *op, ArrayRef<int64_t> shape) {
         dims.push_back(d);
     return dims;
   };
-  for (Value operand : op->getOperands()) {
-    rule.operandDims.push_back(dimsOf(operand.getType()));
-    rule.operandGroups.push_back(0);
-    rule.operandIsInit.push_back(false);
-  }
-  for (Type type : op->getResultTypes()) {
-    rule.resultDims.push_back(dimsOf(type));
-    rule.resultGroups.push_back(0);
-  }
+  setOneGroup(rule, op, dimsOf);
   return rule;
 }
 
@@ -49,14 +56,6 @@ ShardingRule ShardingRule::getOrFallback(Operation *op) {
       dims.assign(tensor.getRank(), ShardingRule::kNoFactor);
     return dims;
   };
-  for (Value operand : op->getOperands()) {
-    rule.operandDims.push_back(noDims(operand.getType()));
-    rule.operandGroups.push_back(0);
-    rule.operandIsInit.push_back(false);
-  }
-  for (Type type : op->getResultTypes()) {
-    rule.resultDims.push_back(noDims(type));
-    rule.resultGroups.push_back(0);
-  }
+  setOneGroup(rule, op, noDims);
   return rule;
 }
