@@ -562,6 +562,12 @@ spmd.mesh @mesh_c5(shape = 65536x65536)
 
 // -----
 
+// A product past int64_t (found by spmd-fuzz under UBSan) is the same error.
+// expected-error @+1 {{'spmd.mesh' op has more than 2147483647 ranks}}
+spmd.mesh @mesh_c5_overflow(shape = 99999999x999999999999999)
+
+// -----
+
 spmd.mesh @m(shape = 2x2)
 func.func @axis_index_c1() -> index {
   // expected-error @+1 {{'spmd.axis_index' op mesh axes must be unique and in [0, 2), found 2}}

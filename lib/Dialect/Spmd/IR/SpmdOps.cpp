@@ -292,12 +292,14 @@ LogicalResult MeshOp::verify() {
                                    ? "?"
                                    : std::to_string(size));
   // mesh_c5: ranks are numbered with MPI's `int`.
+  // Checked before each product (sizes are >= 1 here): an axis may be
+  // as large as int64_t allows.
   int64_t ranks = 1;
   for (int64_t size : getShape()) {
-    ranks *= size;
-    if (ranks > std::numeric_limits<int32_t>::max())
+    if (size > std::numeric_limits<int32_t>::max() / ranks)
       return emitOpError() << "has more than "
                            << std::numeric_limits<int32_t>::max() << " ranks";
+    ranks *= size;
   }
   if (std::optional<ArrayAttr> names = getAxisNames()) {
     // mesh_c3
