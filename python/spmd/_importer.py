@@ -2,10 +2,12 @@
 
 torch-mlir carries its own LLVM, so the module crosses into spmd's LLVM 22
 as text (with locations: the FX nodes' stack traces become file:line
-locations, which spmd-opt's diagnostics then point at). What torch-mlir
-cannot lower, and what it lowers outside the dialects spmd compiles (e.g.
-`tm_tensor.scan` for cumsum), is reported here with the op and the user's
-source line.
+locations, which spmd-opt's diagnostics then point at). Until it is printed
+it is worked on as IR objects: custom ops replaced, dialects checked, the
+function made private (docs/Rationale.md, "IR as text, edited as objects").
+What torch-mlir cannot lower, and what it lowers outside the dialects spmd
+compiles (e.g. `tm_tensor.scan` for cumsum), is reported here with the op
+and the user's source line.
 
 torch-mlir is imported on the first import, not with `spmd` (a process
 whose programs are all cached never loads it: _import_cache.py).
@@ -34,22 +36,6 @@ _CUSTOM_OPS = {
 _OWN = re.compile(r"/(torch|torch_mlir|spmd)/")
 
 
-def _resolve_locations(text: str):
-    """Map `#locN` aliases to their expansion (aliases inlined)."""
-    aliases = dict(re.findall(r"^(#loc\d*) = loc\((.*)\)$", text, re.M))
-    cache = {}
-
-    def expand(s, depth=0):
-        if depth > 50:
-            return s
-        return re.sub(r"#loc\d*\b",
-                      lambda m: cache.setdefault(
-                          m.group(0),
-                          expand(aliases.get(m.group(0), ""), depth + 1)),
-                      s)
-    return expand
-
-
 def _user_location(loc_text: str):
     files = re.findall(r'"([^"]+)":(\d+):\d+', loc_text)
     for path, line in files:  # callsite(callee at caller): innermost first
@@ -66,22 +52,6 @@ def _source_line(location: str) -> str:
         return f"{location}: {code}"
     except (OSError, IndexError, ValueError):
         return location
-
-
-def _op_location(lines, i):
-    """The location text of the op starting at line `i` (an op with regions
-    carries it on its closing line)."""
-    line = lines[i]
-    if not line.rstrip().endswith("{"):
-        loc = re.search(r"loc\((#loc\d*|.*)\)\s*$", line)
-        return loc.group(1) if loc else None
-    indent = len(line) - len(line.lstrip())
-    for later in lines[i + 1:]:
-        if later.strip().startswith("}") and \
-                len(later) - len(later.lstrip()) == indent:
-            loc = re.search(r"loc\((#loc\d*|.*)\)\s*$", later)
-            return loc.group(1) if loc else None
-    return None
 
 
 def _aten_ops_at(graph, location):
@@ -112,21 +82,28 @@ _OUTSIDE_HINT = ("compute it outside the compiled step (before or after the "
                  "one with an spmd.Override")
 
 
-def _check_dialects(text: str, graph):
-    expand = _resolve_locations(text)
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        m = re.match(r'\s*(?:%[^=]+=\s*)?"?([a-z_]+)\.([a-z_.]+)', line)
-        if not m or m.group(1) in SUPPORTED_DIALECTS or m.group(1) == "module":
+def _walk(op):
+    """`op` and every op nested in it, outermost first."""
+    yield op
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield from _walk(inner.operation)
+
+
+def _check_dialects(module, graph):
+    for op in _walk(module.operation):
+        dialect = op.name.split(".", 1)[0]
+        if dialect in SUPPORTED_DIALECTS or op.name == "builtin.module":
             continue
-        op = f"{m.group(1)}.{m.group(2)}"
-        loc = _op_location(lines, i)
-        where = _user_location(expand(loc)) if loc else None
+        # A location prints inline (file:line pairs, innermost first);
+        # these bindings have no accessors for its parts.
+        where = _user_location(str(op.location))
         aten = _aten_ops_at(graph, where) if where else []
         raise UnsupportedError(
             f"spmd.compile: torch-mlir lowers "
-            f"{' / '.join(aten) if aten else 'an op'} to {op}, which spmd "
-            "cannot compile (it takes linalg, tensor, arith and math)"
+            f"{' / '.join(aten) if aten else 'an op'} to {op.name}, which "
+            "spmd cannot compile (it takes linalg, tensor, arith and math)"
             + (f"\n  at {_source_line(where)}" if where else ""),
             hint=_OUTSIDE_HINT)
 
@@ -174,15 +151,11 @@ def _uses_custom_ops(graph) -> bool:
 def _custom_ops_to_calls(module):
     """Replaces each `torch.operator` of a bridge custom op by a call of a
     private declaration taking its tensors (torch-mlir converts calls' types
-    like any other); returns {callee: (spmd op, properties text)}."""
+    like any other); returns {callee: (spmd op, scale, causal)}."""
     from torch_mlir import ir
     calls = {}
-    operators = []
-    for func in module.body.operations:
-        for region in func.regions:
-            for block in region.blocks:
-                operators += [op.operation for op in block.operations
-                              if op.operation.name == "torch.operator"]
+    operators = [op for op in _walk(module.operation)
+                 if op.name == "torch.operator"]
     for op in operators:
         name = ir.StringAttr(op.attributes["name"]).value
         if name not in _CUSTOM_OPS:
@@ -193,11 +166,9 @@ def _custom_ops_to_calls(module):
                 tensors.append(value)
             elif not str(value.type).startswith("!torch.none"):
                 scalars.append(value.owner.attributes["value"])
-        scale = ir.FloatAttr(scalars[0]).value
-        causal = ir.BoolAttr(scalars[1]).value
-        props = ("causal, " if causal else "") + f"scale = {scale!r} : f64"
         callee = f"__spmd_custom_op_{len(calls)}"
-        calls[callee] = (_CUSTOM_OPS[name], props)
+        calls[callee] = (_CUSTOM_OPS[name], ir.FloatAttr(scalars[0]).value,
+                         ir.BoolAttr(scalars[1]).value)
         signature = ir.FunctionType.get([t.type for t in tensors],
                                         [r.type for r in op.results])
         with ir.InsertionPoint.at_block_begin(module.body), op.location:
@@ -243,18 +214,89 @@ def _lower_with_calls(module):
         "Lowering Torch Backend IR -> Linalg-on-Tensors Backend IR")
 
 
-def _calls_to_spmd_ops(text: str, calls) -> str:
-    """The calls of _custom_ops_to_calls as the spmd ops (generic form)."""
-    def op(match):
-        name, props = calls[match.group(1)]
-        return f'"{name}"({match.group(2)}) <{{{props}}}>'
-    text = re.sub(r"\bcall @(__spmd_custom_op_\d+)\(([^)]*)\)", op, text)
-    return re.sub(r"^\s*func\.func private @__spmd_custom_op_\d+\(.*\n",
-                  "", text, flags=re.M)
+def _calls_to_spmd_ops(module, calls):
+    """The calls of _custom_ops_to_calls as the spmd ops (created
+    unregistered in torch-mlir's context; spmd-opt reads them), and their
+    declarations erased."""
+    from torch_mlir import ir
+    for op in list(_walk(module.operation)):
+        if op.name != "func.call":
+            continue
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        if callee not in calls:
+            continue
+        name, scale, causal = calls[callee]
+        attributes = {"scale": ir.FloatAttr.get_f64(scale)}
+        if causal:
+            attributes["causal"] = ir.UnitAttr.get()
+        with ir.InsertionPoint(op), op.location:
+            spmd_op = ir.Operation.create(
+                name, results=[r.type for r in op.results],
+                operands=list(op.operands), attributes=attributes)
+        for old, new in zip(op.results, spmd_op.results):
+            old.replace_all_uses_with(new)
+        op.erase()
+    for op in list(module.body.operations):
+        if op.name == "func.func" and ir.StringAttr(
+                op.attributes["sym_name"]).value in calls:
+            op.erase()
+
+
+def _functions_text(module, name: str) -> str:
+    """The module's functions as text, `name` made private (the program's
+    entry calls it; spmd-opt inlines it), each printed on its own: with
+    locations and affine maps inline, so the text goes into the program's
+    module as it is."""
+    from torch_mlir import ir
+    texts = []
+    for op in module.body.operations:
+        if op.name == "func.func" and ir.StringAttr(
+                op.attributes["sym_name"]).value == name:
+            op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        texts.append(op.get_asm(enable_debug_info=True))
+    if not any(f"@{name}(" in t.split("\n", 1)[0] for t in texts):
+        raise UnsupportedError(
+            f"spmd.compile: the imported module has no function @{name}")
+    return "\n".join(texts)
+
+
+def _inline_literals():
+    """torch-mlir importer hooks that give a constant tensor of the graph
+    its data inline (a dense elements attribute) instead of a
+    `dense_resource` blob: a blob lives in the module's resource section,
+    which a function printed on its own (_functions_text) leaves out."""
+    import numpy as np
+    from torch_mlir import ir
+    from torch_mlir.extras.fx_importer import (TORCH_DTYPE_TO_MLIR_TYPE,
+                                               TORCH_DTYPE_TO_NPY_TYPE,
+                                               FxImporterHooks)
+
+    class Hooks(FxImporterHooks):
+        def resolve_literal(self, gni, literal, info):
+            if not isinstance(literal, torch.Tensor) or literal.numel() <= 1:
+                return None  # torch-mlir's own: a splat, or not a tensor
+            if literal.dtype in (torch.bfloat16, torch.float16):
+                # numpy has no bfloat16: the same 16 bits, typed by MLIR.
+                data = np.array(literal.view(torch.int16).tolist(),
+                                dtype=np.int16)
+            else:
+                # tolist(): .numpy() refuses under make_fx's fake mode.
+                data = np.array(literal.tolist()).astype(
+                    TORCH_DTYPE_TO_NPY_TYPE[literal.dtype])
+            value = ir.DenseElementsAttr.get(
+                data, type=TORCH_DTYPE_TO_MLIR_TYPE[literal.dtype](),
+                shape=list(literal.shape))
+            return ir.Operation.create(
+                "torch.vtensor.literal",
+                results=[gni._cc.tensor_to_vtensor_type(literal)],
+                attributes={"value": value}).result
+
+    return Hooks()
 
 
 def import_graph(graph: torch.fx.GraphModule, name: str) -> str:
-    """linalg-on-tensors text of `graph` as a function `name`."""
+    """linalg-on-tensors text of `graph`: a private function `name` (and
+    any it calls), for the program's module (_program.build)."""
     from torch_mlir import fx, ir
     from torch_mlir.dialects import torch as torch_dialect
     from torch_mlir.extras.fx_importer import FxImporter
@@ -276,20 +318,23 @@ def import_graph(graph: torch.fx.GraphModule, name: str) -> str:
             if _uses_custom_ops(graph):
                 module = fx.stateless_fx_import(
                     graph, output_type="raw", model_name=name,
-                    fx_importer=FxImporter(context=context))
+                    fx_importer=FxImporter(context=context,
+                                           hooks=_inline_literals()))
                 with context:
                     calls = _custom_ops_to_calls(module)
                 _lower_with_calls(module)
             else:
                 module = fx.stateless_fx_import(
                     graph, output_type="linalg-on-tensors", model_name=name,
-                    fx_importer=FxImporter(context=context))
+                    fx_importer=FxImporter(context=context,
+                                           hooks=_inline_literals()))
     except UnsupportedError:
         raise
     except Exception as err:  # torch-mlir raises its own compiler errors
         _import_error(diagnostics, err, graph)
-    text = module.operation.get_asm(enable_debug_info=True)
-    if calls:
-        text = _calls_to_spmd_ops(text, calls)
-    _check_dialects(text, graph)
-    return text
+    with context:
+        context.allow_unregistered_dialects = True  # the spmd ops
+        if calls:
+            _calls_to_spmd_ops(module, calls)
+        _check_dialects(module, graph)
+        return _functions_text(module, name)

@@ -79,9 +79,15 @@ class Program:
 
 
 class _Writer:
-    def __init__(self):
+    def __init__(self, prefix=""):
         self.lines = []
         self.count = 0
+        self.prefix = prefix
+
+    def symbol(self, name):
+        """The state `name`'s symbol reference: prefixed, quoted."""
+        text = (self.prefix + name).replace("\\", "\\\\").replace('"', '\\"')
+        return f'@"{text}"'
 
     def fresh(self, prefix="v"):
         self.count += 1
@@ -126,13 +132,15 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
               for n, p in traced.model.named_parameters()}
     buffers = dict(traced.model.named_buffers())
     decls = ["  spmd.mesh @world(shape = %s)" % "x".join(map(str, mesh))]
+    w = _Writer(prefix)
     sharded = {n: layouts[n] for n in traced.param_names if n in layouts}
 
     def state(name, shape, dtype, role, layout=()):
         program.states.append(StateInfo(name, tuple(shape), dtype, role,
                                         tuple(layout)))
         spec = f" spec = {_spec(layout)}" if layout else ""
-        decls.append(f'  spmd.state @"{name}" : {tensor_type(shape, dtype)}'
+        decls.append(f"  spmd.state {w.symbol(name)} : "
+                     f"{tensor_type(shape, dtype)}"
                      f" role = {role}{spec}")
 
     for n in traced.param_names:
@@ -141,7 +149,6 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
     for n in traced.buffer_names:
         state(n, buffers[n].shape, buffers[n].dtype, "buffer")
 
-    w = _Writer()
     args = []
     for i, info in enumerate(traced.inputs):
         layout = [None] * len(mesh)
@@ -153,7 +160,8 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
     for n in traced.param_names + traced.buffer_names:
         t = params.get(n, buffers.get(n))
         v = w.fresh("s")
-        w.emit(f'{v} = spmd.load @"{n}" : {tensor_type(t.shape, t.dtype)}')
+        w.emit(f"{v} = spmd.load {w.symbol(n)} : "
+               f"{tensor_type(t.shape, t.dtype)}")
         values[n] = v
     gathered = dict(values)
     for n in traced.param_names:
@@ -176,7 +184,8 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
         program.rng_state = f"rng.{index}"
         state(program.rng_state, (2,), torch.int64, "buffer")
         v = w.fresh("s")
-        w.emit(f'{v} = spmd.load @"{program.rng_state}" : tensor<2xi64>')
+        w.emit(f"{v} = spmd.load {w.symbol(program.rng_state)} : "
+               "tensor<2xi64>")
         operands.append(v)
     nres = len(res_types)
     results = []
@@ -202,7 +211,7 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
     # Buffers updated in place (BatchNorm's running statistics): stored.
     for name, value in zip(traced.buffer_updates, results[first_update:]):
         t = buffers[name]
-        w.emit(f'spmd.store {value} to @"{name}" : '
+        w.emit(f"spmd.store {value} to {w.symbol(name)} : "
                f"{tensor_type(t.shape, t.dtype)}")
 
     for i in range(traced.num_outputs):
@@ -210,24 +219,13 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
         name = f"output.{index}.{i}"
         state(name, v.shape, v.dtype, "output")
         program.outputs.append(name)
-        w.emit(f'spmd.store {results[i]} to @"{name}" : '
+        w.emit(f"spmd.store {results[i]} to {w.symbol(name)} : "
                f"{tensor_type(v.shape, v.dtype)}")
     w.emit("return")
 
-    body = "\n".join(decls) + "\n" + (
+    program.text = "module {\n" + "\n".join(decls) + "\n" + (
         f"  func.func @{ENTRY}({', '.join(args)}) {{\n"
-        + "\n".join(w.lines) + "\n  }\n")
-    # Only state symbols are quoted in what this module writes.
-    body = body.replace('@"', f'@"{prefix}')
-    callee = imported.replace(f"func.func @{CALLEE}(",
-                              f"func.func private @{CALLEE}(", 1)
-    if callee == imported:
-        raise UnsupportedError("spmd.compile: the imported module has no "
-                               f"function @{CALLEE}")
-    head, brace, rest = callee.partition("module {")
-    if not brace:
-        raise UnsupportedError("spmd.compile: unexpected torch-mlir output")
-    program.text = head + "module {\n" + body + rest
+        + "\n".join(w.lines) + "\n  }\n") + imported + "\n}\n"
     return program
 
 
@@ -292,7 +290,7 @@ class _GroupEmitter:
                        self.params[n].dtype, "optimizer_state",
                        self.sharded.get(n, ()))
             v = self.w.fresh("o")
-            self.w.emit(f'{v} = spmd.load @"{n}.{suffix}" : {t}')
+            self.w.emit(f"{v} = spmd.load {self.w.symbol(f'{n}.{suffix}')} : {t}")
             out.append(v)
         return out
 
@@ -300,11 +298,11 @@ class _GroupEmitter:
         """A float32 scalar state (a step counter), declared and loaded."""
         self.state(name, (), torch.float32, "optimizer_state")
         v = self.w.fresh("o")
-        self.w.emit(f'{v} = spmd.load @"{name}" : tensor<f32>')
+        self.w.emit(f"{v} = spmd.load {self.w.symbol(name)} : tensor<f32>")
         return v
 
     def store(self, result, name, t):
-        self.w.emit(f'spmd.store {result} to @"{name}" : {t}')
+        self.w.emit(f"spmd.store {result} to {self.w.symbol(name)} : {t}")
 
     def hyperparams(self, keys):
         """Loads each float option of the group from its state (the host
@@ -319,7 +317,7 @@ class _GroupEmitter:
             self.state(name, (), torch.float64, "optimizer_state")
             self.program.hyperparams.append((name, self.gi, option, index))
             v = self.w.fresh("h")
-            self.w.emit(f'{v} = spmd.load @"{name}" : tensor<f64>')
+            self.w.emit(f"{v} = spmd.load {self.w.symbol(name)} : tensor<f64>")
             entries.append(f"{key} = {v}")
         return f" hyperparams({', '.join(entries)})"
 
