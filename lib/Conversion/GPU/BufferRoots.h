@@ -14,6 +14,7 @@
 #include "Spmd/Conversion/GPU/Passes.h"
 #include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -89,10 +90,40 @@ inline std::optional<std::pair<int64_t, int64_t>> staticExtent(Value value) {
   return std::make_pair(offset, last);
 }
 
+/// Whether `a` and `b` are static subviews of one identity-layout buffer
+/// that are apart in some dimension (columns [0, 8) and [8, 16) of a
+/// row-major matrix: their element ranges interleave, their coordinates do
+/// not meet). An identity layout names each element by one coordinate
+/// tuple, so apart in one dimension is apart.
+inline bool disjointSubviews(Value a, Value b) {
+  auto x = a.getDefiningOp<memref::SubViewOp>();
+  auto y = b.getDefiningOp<memref::SubViewOp>();
+  if (!x || !y || x.getSource() != y.getSource() ||
+      !x.getSourceType().getLayout().isIdentity())
+    return false;
+  ArrayRef<int64_t> xo = x.getStaticOffsets(), xs = x.getStaticSizes(),
+                    xt = x.getStaticStrides(), yo = y.getStaticOffsets(),
+                    ys = y.getStaticSizes(), yt = y.getStaticStrides();
+  for (unsigned d = 0; d < xo.size(); ++d) {
+    int64_t values[] = {xo[d], xs[d], xt[d], yo[d], ys[d], yt[d]};
+    if (llvm::any_of(values, ShapedType::isDynamic) || xs[d] == 0 ||
+        ys[d] == 0 || xt[d] <= 0 || yt[d] <= 0)
+      continue;
+    // The coordinates each touches in dimension d: [first, last].
+    int64_t xLast = xo[d] + (xs[d] - 1) * xt[d];
+    int64_t yLast = yo[d] + (ys[d] - 1) * yt[d];
+    if (xLast < yo[d] || yLast < xo[d])
+      return true;
+  }
+  return false;
+}
+
 /// Whether two values of one root may touch a common element: not when
 /// both have static layouts over disjoint ranges of it (slices of one
-/// buffer, as a bucket's pieces).
+/// buffer, as a bucket's pieces), or are subviews apart in a dimension.
 inline bool mayOverlap(Value a, Value b) {
+  if (disjointSubviews(a, b))
+    return false;
   auto x = staticExtent(a), y = staticExtent(b);
   if (!x || !y)
     return true;

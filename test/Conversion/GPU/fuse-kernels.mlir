@@ -296,3 +296,40 @@ func.func @slices(%x: f32) -> memref<8xf32> {
   }
   return %flat : memref<8xf32>
 }
+
+// -----
+
+// Column blocks of one row-major buffer (the attention gradients copied
+// side by side into the packed QKV projection's gradient): their element
+// ranges interleave, but in the last dimension they are apart, so the
+// copies fuse; blocks that share a column do not.
+// CHECK-LABEL: func.func @column_blocks
+// CHECK: %[[C24:.*]] = arith.constant 24 : index
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[C24]]) step
+// CHECK: memref.store %{{.*}}, %[[LEFT:subview]][
+// CHECK: memref.store %{{.*}}, %[[RIGHT:subview_0]][
+// CHECK: scf.parallel
+// CHECK-NOT: scf.parallel
+func.func @column_blocks(%x: f32, %y: f32) -> memref<4x6xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %packed = gpu.alloc () : memref<4x6xf32>
+  %left = memref.subview %packed[0, 0] [4, 3] [1, 1] : memref<4x6xf32> to memref<4x3xf32, strided<[6, 1]>>
+  %right = memref.subview %packed[0, 3] [4, 3] [1, 1] : memref<4x6xf32> to memref<4x3xf32, strided<[6, 1], offset: 3>>
+  %middle = memref.subview %packed[0, 2] [4, 3] [1, 1] : memref<4x6xf32> to memref<4x3xf32, strided<[6, 1], offset: 2>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c3) step (%c1, %c1) {
+    memref.store %x, %left[%i, %j] : memref<4x3xf32, strided<[6, 1]>>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c3) step (%c1, %c1) {
+    memref.store %y, %right[%i, %j] : memref<4x3xf32, strided<[6, 1], offset: 3>>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c3) step (%c1, %c1) {
+    memref.store %x, %middle[%i, %j] : memref<4x3xf32, strided<[6, 1], offset: 2>>
+    scf.reduce
+  }
+  return %packed : memref<4x6xf32>
+}
