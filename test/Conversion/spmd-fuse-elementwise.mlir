@@ -93,3 +93,44 @@ func.func @fill_per_user(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> (tensor<4x
   %m2 = linalg.matmul ins(%b, %a : tensor<4x4xf32>, tensor<4x4xf32>) outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
   return %m1, %m2 : tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#column = affine_map<(d0, d1) -> (d0, 0)>
+#broadcast_row = affine_map<(d0, d1) -> (0, d1)>
+
+// torch.arange(16) viewed as 1 x 16 and compared with a column of targets
+// (cross-entropy's one-hot): the iota reads nothing, so it is generated
+// in the reshaped shape and recomputed inside the comparison, broadcast
+// and all, instead of being stored once and read 8 times.
+// CHECK-LABEL: func.func @generator
+// CHECK-NOT: tensor.expand_shape
+// CHECK: %[[T:.*]] = tensor.expand_shape %arg0
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[T]] : tensor<8x1xi64>)
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi eq
+// CHECK-NOT: linalg.generic
+func.func @generator(%targets: tensor<8xi64>) -> tensor<8x16xi1> {
+  %i0 = tensor.empty() : tensor<16xi64>
+  %iota = linalg.generic {indexing_maps = [#v], iterator_types = ["parallel"]}
+      outs(%i0 : tensor<16xi64>) {
+  ^bb0(%out: i64):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %i : index to i64
+    linalg.yield %c : i64
+  } -> tensor<16xi64>
+  %row = tensor.expand_shape %iota [[0, 1]] output_shape [1, 16] : tensor<16xi64> into tensor<1x16xi64>
+  %t = tensor.expand_shape %targets [[0, 1]] output_shape [8, 1] : tensor<8xi64> into tensor<8x1xi64>
+  %e = tensor.empty() : tensor<8x16xi1>
+  %eq = linalg.generic {indexing_maps = [#column, #broadcast_row, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %row : tensor<8x1xi64>, tensor<1x16xi64>) outs(%e : tensor<8x16xi1>) {
+  ^bb0(%a: i64, %b: i64, %out: i1):
+    %r = arith.cmpi eq, %a, %b : i64
+    linalg.yield %r : i1
+  } -> tensor<8x16xi1>
+  return %eq : tensor<8x16xi1>
+}

@@ -3,13 +3,15 @@
 // spmd-fuse-elementwise: on tensors, before bufferization, an elementwise
 // linalg.generic whose only user is another linalg.generic is computed
 // inside that user's loop nest, so the intermediate tensor is never
-// written to memory. Shared by the CPU and GPU lowerings.
+// written to memory; a generator (an iota) is recomputed in each user.
+// Shared by the CPU and GPU lowerings.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Conversion/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -22,16 +24,41 @@ using namespace mlir;
 
 namespace {
 
+/// A generic that reads nothing (its body computes from its indices:
+/// torch.arange's iota, a position id): recomputing it wherever it is
+/// read costs no memory traffic, unlike storing and loading it.
+bool isGenerator(Operation *op) {
+  auto generic = dyn_cast_if_present<linalg::GenericOp>(op);
+  return generic && generic.getNumDpsInputs() == 0 &&
+         generic.getNumDpsInits() == 1 && generic.hasPureTensorSemantics();
+}
+
 /// Fuse when the producer's value has no other user (nothing is computed
 /// twice) and the consumer reads it once per iteration of its own loops
 /// (a permutation: a broadcast operand would be recomputed for every
-/// element it is broadcast to).
+/// element it is broadcast to). A generator fuses into every consumer,
+/// broadcast or not.
 bool worthFusing(OpOperand *fused) {
   Operation *producer = fused->get().getDefiningOp();
-  if (!producer || !producer->hasOneUse())
+  if (!producer)
     return false;
   auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
-  return consumer && consumer.getMatchingIndexingMap(fused).isPermutation();
+  if (!consumer)
+    return false;
+  if (isGenerator(producer))
+    return true;
+  return producer->hasOneUse() &&
+         consumer.getMatchingIndexingMap(fused).isPermutation();
+}
+
+/// A generator reshaped before its use (torch.arange(C) viewed as 1 x C
+/// to compare with a column of targets) is generated in the reshaped shape
+/// instead, so that it fuses into the user (upstream's fold of a reshape
+/// into its producer by expanding the producer's loops; its index ops are
+/// rewritten to the same values). Other reshapes stay.
+bool expandGenerator(OpOperand *fused) {
+  auto expand = dyn_cast<tensor::ExpandShapeOp>(fused->getOwner());
+  return expand && isGenerator(expand.getSrc().getDefiningOp());
 }
 
 /// A fill that is the init of several ops (CSE merges the zero fills of
@@ -71,6 +98,8 @@ struct SpmdFuseElementwisePass
     fillPerUser(getOperation());
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, worthFusing);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns,
+                                                      expandGenerator);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
