@@ -134,3 +134,38 @@ func.func @generator(%targets: tensor<8xi64>) -> tensor<8x16xi1> {
   } -> tensor<8x16xi1>
   return %eq : tensor<8x16xi1>
 }
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#broadcast = affine_map<(d0, d1) -> (d1)>
+
+// A generator with transcendental math (a sinusoidal encoding) is computed
+// once, not again for every row it is broadcast to.
+// CHECK-LABEL: func.func @costly_generator
+// CHECK: linalg.generic
+// CHECK: math.sin
+// CHECK: linalg.generic
+// CHECK-NOT: math.sin
+// CHECK: arith.addf
+func.func @costly_generator(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %e0 = tensor.empty() : tensor<16xf32>
+  %enc = linalg.generic {indexing_maps = [#v], iterator_types = ["parallel"]}
+      outs(%e0 : tensor<16xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %i : index to i64
+    %f = arith.sitofp %c : i64 to f32
+    %s = math.sin %f : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  %e = tensor.empty() : tensor<8x16xf32>
+  %sum = linalg.generic {indexing_maps = [#id2, #broadcast, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %enc : tensor<8x16xf32>, tensor<16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  return %sum : tensor<8x16xf32>
+}

@@ -289,10 +289,11 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     elementwise prologue fuses into a reduction (softmax's `exp(x - max)`
     into its sum, LayerNorm's `(x - mean)^2` into the variance).
 
-    A generator (a `linalg.generic` with no inputs, whose body computes
-    from its indices: `torch.arange`'s iota, position ids) fuses into every
-    consumer, through a broadcast too, since recomputing it reads no
-    memory; one reshaped with `tensor.expand_shape` before its use (the
+    A generator (a `linalg.generic` with no inputs whose body computes
+    from its indices with arith ops and index maps only: `torch.arange`'s
+    iota, position ids) fuses into every consumer, through a broadcast too,
+    since recomputing it reads no memory (a body with `math` ops, such as a
+    sinusoidal encoding, is not recomputed per broadcast element); one reshaped with `tensor.expand_shape` before its use (the
     iota viewed as 1 x C against a column of targets in cross-entropy's
     one-hot) is first generated in the expanded shape (upstream's
     `populateFoldReshapeOpsByExpansionPatterns`, for generators only). Its

@@ -10,6 +10,8 @@
 
 #include "Spmd/Conversion/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
@@ -24,13 +26,20 @@ using namespace mlir;
 
 namespace {
 
-/// A generic that reads nothing (its body computes from its indices:
-/// torch.arange's iota, a position id): recomputing it wherever it is
-/// read costs no memory traffic, unlike storing and loading it.
+/// A generic that reads nothing and computes from its indices with a few
+/// arith ops and index maps (torch.arange's iota, a position id): recomputing
+/// it wherever it is read costs no memory traffic, unlike storing and loading
+/// it. A body with anything else (sinusoidal position encodings' exp and sin)
+/// is not recomputed for every element of a broadcast.
 bool isGenerator(Operation *op) {
   auto generic = dyn_cast_if_present<linalg::GenericOp>(op);
-  return generic && generic.getNumDpsInputs() == 0 &&
-         generic.getNumDpsInits() == 1 && generic.hasPureTensorSemantics();
+  if (!generic || generic.getNumDpsInputs() != 0 ||
+      generic.getNumDpsInits() != 1 || !generic.hasPureTensorSemantics())
+    return false;
+  return llvm::all_of(generic.getBody()->getOperations(), [](Operation &op) {
+    return isa<linalg::IndexOp, linalg::YieldOp, affine::AffineApplyOp>(op) ||
+           isa<arith::ArithDialect>(op.getDialect());
+  });
 }
 
 /// Fuse when the producer's value has no other user (nothing is computed
