@@ -82,13 +82,17 @@ _OUTSIDE_HINT = ("compute it outside the compiled step (before or after the "
                  "one with an spmd.Override")
 
 
-def _walk(op):
-    """`op` and every op nested in it, outermost first."""
-    yield op
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield from _walk(inner.operation)
+def _walk(root):
+    """`root` and every op nested in it, outermost first: the bindings'
+    walk, collected (callers replace and erase ops as they go)."""
+    from torch_mlir import ir
+    found = []
+
+    def visit(op):
+        found.append(op)
+        return ir.WalkResult.ADVANCE
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
 
 
 def _check_dialects(module, graph):
@@ -219,7 +223,7 @@ def _calls_to_spmd_ops(module, calls):
     unregistered in torch-mlir's context; spmd-opt reads them), and their
     declarations erased."""
     from torch_mlir import ir
-    for op in list(_walk(module.operation)):
+    for op in _walk(module.operation):
         if op.name != "func.call":
             continue
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
@@ -236,10 +240,16 @@ def _calls_to_spmd_ops(module, calls):
         for old, new in zip(op.results, spmd_op.results):
             old.replace_all_uses_with(new)
         op.erase()
-    for op in list(module.body.operations):
-        if op.name == "func.func" and ir.StringAttr(
-                op.attributes["sym_name"]).value in calls:
+    for op in _functions(module):
+        if ir.StringAttr(op.attributes["sym_name"]).value in calls:
             op.erase()
+
+
+def _functions(module):
+    """The module's top-level `func.func` ops, as operations (an OpView's
+    `name` is the function's symbol, not the op's name)."""
+    return [op.operation for op in module.body.operations
+            if op.operation.name == "func.func"]
 
 
 def _functions_text(module, name: str) -> str:
@@ -248,16 +258,16 @@ def _functions_text(module, name: str) -> str:
     locations and affine maps inline, so the text goes into the program's
     module as it is."""
     from torch_mlir import ir
-    texts = []
-    for op in module.body.operations:
-        if op.name == "func.func" and ir.StringAttr(
-                op.attributes["sym_name"]).value == name:
+    found = False
+    for op in _functions(module):
+        if ir.StringAttr(op.attributes["sym_name"]).value == name:
             op.attributes["sym_visibility"] = ir.StringAttr.get("private")
-        texts.append(op.get_asm(enable_debug_info=True))
-    if not any(f"@{name}(" in t.split("\n", 1)[0] for t in texts):
+            found = True
+    if not found:
         raise UnsupportedError(
             f"spmd.compile: the imported module has no function @{name}")
-    return "\n".join(texts)
+    return "\n".join(op.get_asm(enable_debug_info=True)
+                     for op in module.body.operations)
 
 
 def _inline_literals():
@@ -315,19 +325,18 @@ def import_graph(graph: torch.fx.GraphModule, name: str) -> str:
             # torch-mlir's importer uses pytree APIs torch 2.10 deprecates.
             warnings.simplefilter("ignore", FutureWarning)
             calls = None
+            importer = FxImporter(context=context, hooks=_inline_literals())
             if _uses_custom_ops(graph):
                 module = fx.stateless_fx_import(
                     graph, output_type="raw", model_name=name,
-                    fx_importer=FxImporter(context=context,
-                                           hooks=_inline_literals()))
+                    fx_importer=importer)
                 with context:
                     calls = _custom_ops_to_calls(module)
                 _lower_with_calls(module)
             else:
                 module = fx.stateless_fx_import(
                     graph, output_type="linalg-on-tensors", model_name=name,
-                    fx_importer=FxImporter(context=context,
-                                           hooks=_inline_literals()))
+                    fx_importer=importer)
     except UnsupportedError:
         raise
     except Exception as err:  # torch-mlir raises its own compiler errors
