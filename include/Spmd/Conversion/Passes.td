@@ -293,9 +293,10 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     from its indices with arith ops and index maps only: `torch.arange`'s
     iota, position ids) fuses into every consumer, through a broadcast too,
     since recomputing it reads no memory (a body with `math` ops, such as a
-    sinusoidal encoding, is not recomputed per broadcast element); one reshaped with `tensor.expand_shape` before its use (the
-    iota viewed as 1 x C against a column of targets in cross-entropy's
-    one-hot) is first generated in the expanded shape (upstream's
+    sinusoidal encoding, is not recomputed per broadcast element); one
+    reshaped with `tensor.expand_shape` before its use (the iota viewed as
+    1 x C against a column of targets in cross-entropy's one-hot) is first
+    generated in the expanded shape (upstream's
     `populateFoldReshapeOpsByExpansionPatterns`, for generators only). Its
     values are the same indices.
 
