@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "OpenMpiDefaults.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 
@@ -193,6 +194,7 @@ std::unique_ptr<Backend> createMpiBackend(std::string &error) {
   bool owns = false;
   if (!up) {
     int provided = 0;
+    chooseOpenMpiDefaults();
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) !=
         MPI_SUCCESS) {
       error = "MPI_Init_thread failed";

@@ -19,6 +19,7 @@
 
 #include "../JobChecks.h"
 #include "../MeshGroup.h"
+#include "../OpenMpiDefaults.h"
 #include "../Trace.h"
 #include "GpuCommon.h"
 #include "GpuTrace.h"
@@ -130,6 +131,7 @@ bool broadcastOverMpi(ncclUniqueId &id, int rank) {
   int flag = 0;
   initialized(&flag);
   if (!flag) {
+    spmd::runtime::chooseOpenMpiDefaults();
     if (init(nullptr, nullptr) != 0)
       spmd::gpu::fail("bootstrap", "MPI_Init failed");
     std::atexit(finalizeMpiAtExit);

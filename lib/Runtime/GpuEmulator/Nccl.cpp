@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../HalfFloat.h"
+#include "../OpenMpiDefaults.h"
 #include "Emulator.h"
 
 #include <mpi.h>
@@ -64,6 +65,7 @@ void ensureMpi() {
   MPI_Initialized(&initialized);
   if (initialized)
     return;
+  spmd::runtime::chooseOpenMpiDefaults();
   MPI_Init(nullptr, nullptr);
   std::atexit(finalizeMpi);
 }
