@@ -10,11 +10,14 @@
 // dQ, dK and dV block by block. Memory besides inputs and outputs: a few
 // blocks, and one float per query row; never an L x S matrix.
 //
-// All tensors are row-major and contiguous: query B x H x L x E, key
-// B x H x S x E, value B x H x S x Ev, output B x H x L x Ev, log-sum-exp
-// B x H x L; the mask is added to the scores, addressed with element
-// strides (maskB, maskH, maskL) that are 0 where it broadcasts, its last
-// dimension S contiguous.
+// Query B x H x L x E, key B x H x S x E, value B x H x S x Ev, output
+// B x H x L x Ev (and in the backward their gradients) are addressed with
+// element strides along B, H and the rows, each row contiguous: a
+// (B, L, H, E) buffer seen through a transpose, or a column block of a
+// packed projection, is read and written where it is, without a copy. The
+// log-sum-exp is contiguous B x H x L; the mask is added to the scores,
+// addressed with element strides (maskB, maskH, maskL) that are 0 where it
+// broadcasts, its last dimension S contiguous.
 //
 //===----------------------------------------------------------------------===//
 
@@ -174,6 +177,23 @@ int64_t keyEnd(int64_t row0, int64_t rows, int64_t S, bool causal) {
   return causal ? std::min(S, row0 + rows) : S;
 }
 
+/// A tensor's element strides along batch, head and row (SpmdRuntime.h).
+struct Strides {
+  int64_t batch, head, row;
+  template <typename T> T *at(T *base, int64_t b, int64_t h) const {
+    return base + b * batch + h * head;
+  }
+};
+
+/// Zeros rows x n elements of a gradient, each batch and head.
+void zero(float *base, const Strides &st, int64_t B, int64_t H, int64_t rows,
+          int64_t n) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t r = 0; r < rows; ++r)
+        std::fill_n(st.at(base, b, h) + r * st.row, n, 0.0f);
+}
+
 } // namespace
 
 extern "C" {
@@ -182,7 +202,11 @@ void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr, int64_t valueAddr,
                           int64_t maskAddr, int64_t outAddr, int64_t lseAddr,
                           int64_t B, int64_t H, int64_t L, int64_t S, int64_t E,
                           int64_t Ev, int64_t maskB, int64_t maskH,
-                          int64_t maskL, double scale, int64_t causal) {
+                          int64_t maskL, double scale, int64_t causal,
+                          int64_t qB, int64_t qH, int64_t qL, int64_t kB,
+                          int64_t kH, int64_t kL, int64_t vB, int64_t vH,
+                          int64_t vL, int64_t oB, int64_t oH, int64_t oL) {
+  Strides qs{qB, qH, qL}, ks{kB, kH, kL}, vs{vB, vH, vL}, os{oB, oH, oL};
   auto *query = reinterpret_cast<const float *>(queryAddr);
   auto *key = reinterpret_cast<const float *>(keyAddr);
   auto *value = reinterpret_cast<const float *>(valueAddr);
@@ -195,8 +219,8 @@ void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr, int64_t valueAddr,
       rowSum(kRows);
   for (int64_t bh = 0; bh < B * H; ++bh) {
     int64_t b = bh / H, h = bh % H;
-    const float *q = query + bh * L * E, *k = key + bh * S * E,
-                *v = value + bh * S * Ev;
+    const float *q = qs.at(query, b, h), *k = ks.at(key, b, h),
+                *v = vs.at(value, b, h);
     const float *m = mask ? mask + b * maskB + h * maskH : nullptr;
     for (int64_t row0 = 0; row0 < L; row0 += kRows) {
       int64_t rows = std::min(kRows, L - row0);
@@ -207,8 +231,8 @@ void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr, int64_t valueAddr,
       for (int64_t col0 = 0; col0 < end; col0 += kCols) {
         int64_t cols = std::min(kCols, end - col0);
         float *s = scores.data();
-        gemm(false, true, rows, cols, E, q + row0 * E, E, k + col0 * E, E, 0.0f,
-             s, cols);
+        gemm(false, true, rows, cols, E, q + row0 * qL, qL, k + col0 * kL, kL,
+             0.0f, s, cols);
         prepareScores(s, rows, cols, row0, col0, float(scale), m, maskL,
                       causal);
         for (int64_t r = 0; r < rows; ++r) {
@@ -231,11 +255,11 @@ void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr, int64_t valueAddr,
           rowSum[r] += sum;
           rowMax[r] = newMax;
         }
-        gemm(false, false, rows, Ev, cols, s, cols, v + col0 * Ev, Ev, 1.0f,
+        gemm(false, false, rows, Ev, cols, s, cols, v + col0 * vL, vL, 1.0f,
              acc.data(), Ev);
       }
       for (int64_t r = 0; r < rows; ++r) {
-        float *o = out + (bh * L + row0 + r) * Ev;
+        float *o = os.at(out, b, h) + (row0 + r) * oL;
         float inverse = rowSum[r] > 0.0f ? 1.0f / rowSum[r] : 0.0f;
         for (int64_t e = 0; e < Ev; ++e)
           o[e] = acc[r * Ev + e] * inverse;
@@ -246,13 +270,19 @@ void spmdAttentionForward(int64_t queryAddr, int64_t keyAddr, int64_t valueAddr,
   }
 }
 
-void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr, int64_t keyAddr,
-                           int64_t valueAddr, int64_t outAddr, int64_t lseAddr,
-                           int64_t maskAddr, int64_t gradQueryAddr,
-                           int64_t gradKeyAddr, int64_t gradValueAddr,
-                           int64_t B, int64_t H, int64_t L, int64_t S,
-                           int64_t E, int64_t Ev, int64_t maskB, int64_t maskH,
-                           int64_t maskL, double scale, int64_t causal) {
+void spmdAttentionBackward(
+    int64_t gradAddr, int64_t queryAddr, int64_t keyAddr, int64_t valueAddr,
+    int64_t outAddr, int64_t lseAddr, int64_t maskAddr, int64_t gradQueryAddr,
+    int64_t gradKeyAddr, int64_t gradValueAddr, int64_t B, int64_t H, int64_t L,
+    int64_t S, int64_t E, int64_t Ev, int64_t maskB, int64_t maskH,
+    int64_t maskL, double scale, int64_t causal, int64_t gB, int64_t gH,
+    int64_t gL, int64_t qB, int64_t qH, int64_t qL, int64_t kB, int64_t kH,
+    int64_t kL, int64_t vB, int64_t vH, int64_t vL, int64_t oB, int64_t oH,
+    int64_t oL, int64_t dqB, int64_t dqH, int64_t dqL, int64_t dkB, int64_t dkH,
+    int64_t dkL, int64_t dvB, int64_t dvH, int64_t dvL) {
+  Strides gs{gB, gH, gL}, qs{qB, qH, qL}, ks{kB, kH, kL}, vs{vB, vH, vL},
+      os{oB, oH, oL}, dqs{dqB, dqH, dqL}, dks{dkB, dkH, dkL},
+      dvs{dvB, dvH, dvL};
   auto *grad = reinterpret_cast<const float *>(gradAddr);
   auto *query = reinterpret_cast<const float *>(queryAddr);
   auto *key = reinterpret_cast<const float *>(keyAddr);
@@ -265,22 +295,22 @@ void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr, int64_t keyAddr,
   auto *gradValue = reinterpret_cast<float *>(gradValueAddr);
   spmd::trace::Span span("attention backward", "attention",
                          shapeArgs(B, H, L, S, E, Ev, causal));
-  std::fill_n(gradQuery, B * H * L * E, 0.0f);
-  std::fill_n(gradKey, B * H * S * E, 0.0f);
-  std::fill_n(gradValue, B * H * S * Ev, 0.0f);
+  zero(gradQuery, dqs, B, H, L, E);
+  zero(gradKey, dks, B, H, S, E);
+  zero(gradValue, dvs, B, H, S, Ev);
   std::vector<float> probs(kRows * kCols), dprobs(kRows * kCols), delta(L);
   float fscale = float(scale);
   for (int64_t bh = 0; bh < B * H; ++bh) {
     int64_t b = bh / H, h = bh % H;
-    const float *q = query + bh * L * E, *k = key + bh * S * E,
-                *v = value + bh * S * Ev, *g = grad + bh * L * Ev,
-                *o = out + bh * L * Ev, *rowLse = lse + bh * L;
+    const float *q = qs.at(query, b, h), *k = ks.at(key, b, h),
+                *v = vs.at(value, b, h), *g = gs.at(grad, b, h),
+                *o = os.at(out, b, h), *rowLse = lse + bh * L;
     const float *m = mask ? mask + b * maskB + h * maskH : nullptr;
-    float *dq = gradQuery + bh * L * E, *dk = gradKey + bh * S * E,
-          *dv = gradValue + bh * S * Ev;
+    float *dq = dqs.at(gradQuery, b, h), *dk = dks.at(gradKey, b, h),
+          *dv = dvs.at(gradValue, b, h);
     // D = rowsum(dO * O).
     for (int64_t r = 0; r < L; ++r)
-      delta[r] = dotOf(g + r * Ev, o + r * Ev, Ev);
+      delta[r] = dotOf(g + r * gL, o + r * oL, Ev);
     for (int64_t col0 = 0; col0 < S; col0 += kCols) {
       int64_t cols = std::min(kCols, S - col0);
       // Causal: only rows at or after the block's first key attend to it.
@@ -291,8 +321,8 @@ void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr, int64_t keyAddr,
         if (col0 >= end)
           continue;
         float *p = probs.data(), *dp = dprobs.data();
-        gemm(false, true, rows, cols, E, q + row0 * E, E, k + col0 * E, E, 0.0f,
-             p, cols);
+        gemm(false, true, rows, cols, E, q + row0 * qL, qL, k + col0 * kL, kL,
+             0.0f, p, cols);
         prepareScores(p, rows, cols, row0, col0, fscale, m, maskL, causal);
         for (int64_t r = 0; r < rows; ++r) {
           float *row = p + r * cols;
@@ -303,9 +333,9 @@ void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr, int64_t keyAddr,
             expShifted(row, cols, rowMax);
         }
         // dV += P^T dO; dP = dO V^T.
-        gemm(true, false, cols, Ev, rows, p, cols, g + row0 * Ev, Ev, 1.0f,
-             dv + col0 * Ev, Ev);
-        gemm(false, true, rows, cols, Ev, g + row0 * Ev, Ev, v + col0 * Ev, Ev,
+        gemm(true, false, cols, Ev, rows, p, cols, g + row0 * gL, gL, 1.0f,
+             dv + col0 * dvL, dvL);
+        gemm(false, true, rows, cols, Ev, g + row0 * gL, gL, v + col0 * vL, vL,
              0.0f, dp, cols);
         // dS = P * (dP - D), in dp.
         for (int64_t r = 0; r < rows; ++r) {
@@ -316,10 +346,10 @@ void spmdAttentionBackward(int64_t gradAddr, int64_t queryAddr, int64_t keyAddr,
             ds[c] = pr[c] * (ds[c] - d);
         }
         // dQ += scale dS K; dK += scale dS^T Q.
-        gemm(false, false, rows, E, cols, dp, cols, k + col0 * E, E, 1.0f,
-             dq + row0 * E, E, fscale);
-        gemm(true, false, cols, E, rows, dp, cols, q + row0 * E, E, 1.0f,
-             dk + col0 * E, E, fscale);
+        gemm(false, false, rows, E, cols, dp, cols, k + col0 * kL, kL, 1.0f,
+             dq + row0 * dqL, dqL, fscale);
+        gemm(true, false, cols, E, rows, dp, cols, q + row0 * qL, qL, 1.0f,
+             dk + col0 * dkL, dkL, fscale);
       }
     }
   }

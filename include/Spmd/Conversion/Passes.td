@@ -332,10 +332,21 @@ def SpmdLowerAttentionPass : Pass<"spmd-lower-attention", "::mlir::ModuleOp"> {
     Part of `spmd-lower-to-cpu`, on tensors, before bufferization: each
     `spmd.attention` becomes a call of libSpmdRuntime's
     `spmdAttentionForward` and each `spmd.attention_grad` one of
-    `spmdAttentionBackward` (lib/Runtime/Attention.cpp), with the operands
-    as identity-layout buffers (bufferization copies only what has another
-    layout), fresh result buffers, and the sizes, the mask's broadcast
-    strides, the scale and `causal` as scalars. The kernels work
+    `spmdAttentionBackward` (lib/Runtime/Attention.cpp), with fresh result
+    buffers, the sizes, the mask's broadcast strides, the scale, `causal`,
+    and each B x H x rows x n operand's element strides along batch, head
+    and row as scalars. Operands are read where they are: a head transpose
+    (`linalg.transpose` with permutation [0, 2, 1, 3], how a model splits
+    (B, L, H, E) projections into heads) of a tensor whose buffer is known
+    to have contiguous rows (fresh buffers, function arguments, reshapes
+    and unit-stride slices of them: a column block of a packed QKV
+    projection) becomes a transposed view of that buffer; other operands
+    are identity-layout buffers (bufferization copies what has another
+    layout). A result read through a head transpose (merging heads back)
+    is written in that layout, and the transpose becomes the buffer; when
+    the three gradients are merged and concatenated along the last
+    dimension (a packed projection's gradient), they are written into
+    column blocks of one buffer, which the concatenation becomes. The kernels work
     flash-attention style: per batch and head, query rows in blocks against
     key blocks, an online softmax that keeps the row maximum and sum,
     GEMMs of blocks through `spmdSgemm`; the backward recomputes each block
@@ -357,11 +368,11 @@ def SpmdLowerAttentionPass : Pass<"spmd-lower-attention", "::mlir::ModuleOp"> {
     ```mlir
     %o, %lse = spmd.attention %q, %k, %v {causal, scale = 0.125 : f64} : ...
     // becomes
-    %qb = bufferization.to_buffer %q read_only : ...
+    %qb = bufferization.to_buffer %q read_only : ... strided<[?, ?, ?, ?], offset: ?>
     %ob = memref.alloc() : memref<2x4x64x32xf32>
     %lb = memref.alloc() : memref<2x4x64xf32>
     call @spmdAttentionForward(<addresses>, <sizes>, <mask strides>,
-                               %scale, %causal) : (...) -> ()
+                               %scale, %causal, <operand strides>) : (...) -> ()
     %o = bufferization.to_tensor %ob restrict writable : ...
     ```
   }];
@@ -372,7 +383,9 @@ def SpmdLowerAttentionPass : Pass<"spmd-lower-attention", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def SpmdTraceRegionsPass : Pass<"spmd-trace-regions", "::mlir::ModuleOp"> {

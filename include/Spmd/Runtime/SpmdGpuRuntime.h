@@ -58,23 +58,35 @@ void spmdGpuGemmBf16StridedBatched(int32_t order, int32_t transA,
                                    int64_t c, int32_t ldc, int64_t strideC,
                                    int32_t batch);
 
-/* spmdAttentionForward / spmdAttentionBackward (SpmdRuntime.h) on device
- * buffers: fused flash-attention kernels (one forward, two backward: dQ,
- * then dK and dV), head dimensions E, Ev <= 128. Ordered on the program
- * stream inside a program; outside one, they return when done. */
-void spmdGpuAttentionForward(int64_t query, int64_t key, int64_t value,
-                             int64_t mask, int64_t out, int64_t lse,
-                             int64_t batch, int64_t heads, int64_t queries,
-                             int64_t keys, int64_t headDim, int64_t valueDim,
-                             int64_t maskB, int64_t maskH, int64_t maskL,
-                             double scale, int64_t causal);
-void spmdGpuAttentionBackward(int64_t grad, int64_t query, int64_t key,
-                              int64_t value, int64_t out, int64_t lse,
-                              int64_t mask, int64_t gradQuery, int64_t gradKey,
-                              int64_t gradValue, int64_t batch, int64_t heads,
-                              int64_t queries, int64_t keys, int64_t headDim,
-                              int64_t valueDim, int64_t maskB, int64_t maskH,
-                              int64_t maskL, double scale, int64_t causal);
+/* spmdAttentionForward / spmdAttentionBackward (SpmdRuntime.h, the same
+ * arguments and strides) on device buffers: fused flash-attention kernels (one
+ * forward, two backward: dQ, then dK and dV), head dimensions E, Ev <= 128.
+ * Ordered on the program stream inside a program; outside one, they return when
+ * done. */
+void spmdGpuAttentionForward(
+    int64_t query, int64_t key, int64_t value, int64_t mask, int64_t out,
+    int64_t lse, int64_t batch, int64_t heads, int64_t queries, int64_t keys,
+    int64_t headDim, int64_t valueDim, int64_t maskB, int64_t maskH,
+    int64_t maskL, double scale, int64_t causal, int64_t queryStrideB,
+    int64_t queryStrideH, int64_t queryStrideL, int64_t keyStrideB,
+    int64_t keyStrideH, int64_t keyStrideS, int64_t valueStrideB,
+    int64_t valueStrideH, int64_t valueStrideS, int64_t outStrideB,
+    int64_t outStrideH, int64_t outStrideL);
+void spmdGpuAttentionBackward(
+    int64_t grad, int64_t query, int64_t key, int64_t value, int64_t out,
+    int64_t lse, int64_t mask, int64_t gradQuery, int64_t gradKey,
+    int64_t gradValue, int64_t batch, int64_t heads, int64_t queries,
+    int64_t keys, int64_t headDim, int64_t valueDim, int64_t maskB,
+    int64_t maskH, int64_t maskL, double scale, int64_t causal,
+    int64_t gradStrideB, int64_t gradStrideH, int64_t gradStrideL,
+    int64_t queryStrideB, int64_t queryStrideH, int64_t queryStrideL,
+    int64_t keyStrideB, int64_t keyStrideH, int64_t keyStrideS,
+    int64_t valueStrideB, int64_t valueStrideH, int64_t valueStrideS,
+    int64_t outStrideB, int64_t outStrideH, int64_t outStrideL,
+    int64_t gradQueryStrideB, int64_t gradQueryStrideH,
+    int64_t gradQueryStrideL, int64_t gradKeyStrideB, int64_t gradKeyStrideH,
+    int64_t gradKeyStrideS, int64_t gradValueStrideB, int64_t gradValueStrideH,
+    int64_t gradValueStrideS);
 
 /* A compiled program's host code between these two calls orders all its
  * device work on one stream, the program stream (spmd-gpu-stream-order):

@@ -173,26 +173,40 @@ void spmdSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
 void spmdSetSgemm(int64_t fortranSgemm);
 
 /* Flash attention (Attention.cpp), what spmd-lower-attention calls for
- * spmd.attention and spmd.attention_grad: addresses of row-major f32
- * buffers (query B x H x L x E, key B x H x S x E, value B x H x S x Ev,
- * output B x H x L x Ev, log-sum-exp B x H x L; mask 0 or added to the
+ * spmd.attention and spmd.attention_grad: addresses of f32 buffers (query
+ * B x H x L x E, key B x H x S x E, value B x H x S x Ev, output
+ * B x H x L x Ev, log-sum-exp B x H x L contiguous; mask 0 or added to the
  * scores with element strides maskB, maskH, maskL, 0 where it broadcasts),
  * the sizes (batch = B, heads = H, queries = L, keys = S, headDim = E,
- * valueDim = Ev), the scale, and causal (0 or 1, top-left aligned). The
+ * valueDim = Ev), the scale, causal (0 or 1, top-left aligned), then each
+ * tensor's element strides along batch, head and row (its last dimension
+ * contiguous): query, key, value, output; the backward's gradient of the
+ * output first and the gradients of query, key and value last. The
  * parameters have no one-letter names: drivers define B, K, N macros. */
-void spmdAttentionForward(int64_t query, int64_t key, int64_t value,
-                          int64_t mask, int64_t out, int64_t lse, int64_t batch,
-                          int64_t heads, int64_t queries, int64_t keys,
-                          int64_t headDim, int64_t valueDim, int64_t maskB,
-                          int64_t maskH, int64_t maskL, double scale,
-                          int64_t causal);
-void spmdAttentionBackward(int64_t grad, int64_t query, int64_t key,
-                           int64_t value, int64_t out, int64_t lse,
-                           int64_t mask, int64_t gradQuery, int64_t gradKey,
-                           int64_t gradValue, int64_t batch, int64_t heads,
-                           int64_t queries, int64_t keys, int64_t headDim,
-                           int64_t valueDim, int64_t maskB, int64_t maskH,
-                           int64_t maskL, double scale, int64_t causal);
+void spmdAttentionForward(
+    int64_t query, int64_t key, int64_t value, int64_t mask, int64_t out,
+    int64_t lse, int64_t batch, int64_t heads, int64_t queries, int64_t keys,
+    int64_t headDim, int64_t valueDim, int64_t maskB, int64_t maskH,
+    int64_t maskL, double scale, int64_t causal, int64_t queryStrideB,
+    int64_t queryStrideH, int64_t queryStrideL, int64_t keyStrideB,
+    int64_t keyStrideH, int64_t keyStrideS, int64_t valueStrideB,
+    int64_t valueStrideH, int64_t valueStrideS, int64_t outStrideB,
+    int64_t outStrideH, int64_t outStrideL);
+void spmdAttentionBackward(
+    int64_t grad, int64_t query, int64_t key, int64_t value, int64_t out,
+    int64_t lse, int64_t mask, int64_t gradQuery, int64_t gradKey,
+    int64_t gradValue, int64_t batch, int64_t heads, int64_t queries,
+    int64_t keys, int64_t headDim, int64_t valueDim, int64_t maskB,
+    int64_t maskH, int64_t maskL, double scale, int64_t causal,
+    int64_t gradStrideB, int64_t gradStrideH, int64_t gradStrideL,
+    int64_t queryStrideB, int64_t queryStrideH, int64_t queryStrideL,
+    int64_t keyStrideB, int64_t keyStrideH, int64_t keyStrideS,
+    int64_t valueStrideB, int64_t valueStrideH, int64_t valueStrideS,
+    int64_t outStrideB, int64_t outStrideH, int64_t outStrideL,
+    int64_t gradQueryStrideB, int64_t gradQueryStrideH,
+    int64_t gradQueryStrideL, int64_t gradKeyStrideB, int64_t gradKeyStrideH,
+    int64_t gradKeyStrideS, int64_t gradValueStrideB, int64_t gradValueStrideH,
+    int64_t gradValueStrideS);
 
 /* Host buffers of compiled CPU programs (HostAllocator.cpp): spmd-lower-to-cpu
  * lowers memref.alloc / memref.dealloc to these (upstream's

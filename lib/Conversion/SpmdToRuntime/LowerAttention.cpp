@@ -2,7 +2,10 @@
 //
 // spmd-lower-attention: on tensors, before bufferization, spmd.attention and
 // spmd.attention_grad become calls of libSpmdRuntime's spmdAttentionForward
-// and spmdAttentionBackward (lib/Runtime/Attention.cpp) on buffers.
+// and spmdAttentionBackward (lib/Runtime/Attention.cpp) on buffers. The
+// kernels address every (batch, head, row, element) operand by strides, so
+// the head transposes around attention (a (B, L, H, E) projection seen as
+// (B, H, L, E), and back) become views of the buffers instead of copies.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +16,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace mlir::spmd {
 #define GEN_PASS_DEF_SPMDLOWERATTENTIONPASS
@@ -36,6 +41,33 @@ public:
 private:
   /// A read-only identity-layout buffer of `tensor` and its address.
   Value input(Value tensor, Location loc);
+  /// A read-only buffer of a B x H x rows x n operand as the kernels read
+  /// it: a head transpose of a tensor with contiguous rows is a transposed
+  /// view of that tensor's buffer (no copy), another tensor with contiguous
+  /// rows is its own buffer in whatever layout it has; anything else is
+  /// input()'s identity-layout buffer.
+  Value view(Value tensor, Location loc);
+  /// A fresh buffer for result `r` (B x H x rows x n), and the view the
+  /// kernels write it through (appended to `views`). When a head transpose
+  /// reads `r` (B x rows x H x n, the layout heads are merged from), the
+  /// buffer has that layout: the transpose becomes the buffer itself.
+  void output(OpResult r, Value like, SmallVectorImpl<Value> &views,
+              SmallVectorImpl<std::pair<OpResult, Value>> &buffers,
+              Location loc);
+  /// `op`'s gradients merged from their heads and concatenated by `concat`
+  /// (packedConcat: a packed QKV projection's gradient): one buffer of the
+  /// concatenation and the views the kernels write each gradient through
+  /// (appended to `views`); the transposes, reshapes and the concatenation
+  /// become that buffer.
+  Value packedOutputs(AttentionGradOp op, tensor::ConcatOp concat,
+                      ArrayRef<int64_t> offsets, SmallVectorImpl<Value> &views,
+                      Location loc);
+  /// Replaces the uses of each result by its buffer, as output() chose it.
+  void replaceOutputs(ArrayRef<std::pair<OpResult, Value>> buffers,
+                      Location loc);
+  /// The address of `view`'s first element and its element strides along
+  /// batch, head and row (appended to `strides`).
+  Value address(Value view, SmallVectorImpl<Value> &strides, Location loc);
   /// A fresh buffer of `type`, its address appended to `addresses`; a
   /// dynamic dimension `d` has the size of dimension `d` of `like`.
   Value output(RankedTensorType type, Value like,
@@ -70,6 +102,224 @@ Value AttentionLowering::input(Value tensor, Location loc) {
   return bufferization::ToBufferOp::create(
       b, loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
       /*read_only=*/true);
+}
+
+/// Whether `perm` swaps heads and rows: (B, L, H, n) <-> (B, H, L, n).
+bool isHeadTranspose(ArrayRef<int64_t> perm) {
+  return perm == ArrayRef<int64_t>{0, 2, 1, 3};
+}
+
+/// Whether the buffer bufferization gives `tensor` has contiguous rows (unit
+/// stride in its last dimension), known from how the tensor is made: fresh
+/// and function-argument buffers are identity-layout (the function
+/// boundaries bufferize so), reshapes and unit-stride slices keep the last
+/// stride, and a destination-passing op writes into its init's buffer (or a
+/// fresh copy of it).
+bool rowsContiguous(Value tensor, int depth = 0) {
+  if (depth > 32)
+    return false;
+  if (auto arg = dyn_cast<BlockArgument>(tensor))
+    return arg.getOwner()->isEntryBlock() &&
+           isa<func::FuncOp>(arg.getOwner()->getParentOp());
+  Operation *def = tensor.getDefiningOp();
+  if (isa<tensor::EmptyOp>(def))
+    return true;
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
+    return rowsContiguous(expand.getSrc(), depth + 1);
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def))
+    return rowsContiguous(collapse.getSrc(), depth + 1);
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def))
+    return llvm::all_of(slice.getStaticStrides(),
+                        [](int64_t s) { return s == 1; }) &&
+           rowsContiguous(slice.getSource(), depth + 1);
+  if (auto toTensor = dyn_cast<bufferization::ToTensorOp>(def)) {
+    auto type = cast<MemRefType>(toTensor.getBuffer().getType());
+    if (type.getLayout().isIdentity())
+      return true;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    return succeeded(type.getStridesAndOffset(strides, offset)) &&
+           !strides.empty() && strides.back() == 1;
+  }
+  if (auto dps = dyn_cast<DestinationStyleOpInterface>(def))
+    return rowsContiguous(dps.getTiedOpOperand(cast<OpResult>(tensor))->get(),
+                          depth + 1);
+  return false;
+}
+
+/// The linalg.transpose that reads `r` with heads and rows swapped, if one
+/// does and its result has a static shape.
+linalg::TransposeOp headTransposeOf(Value r) {
+  for (Operation *user : r.getUsers())
+    if (auto t = dyn_cast<linalg::TransposeOp>(user))
+      if (t.getInput() == r && isHeadTranspose(t.getPermutation()) &&
+          cast<ShapedType>(t.getResult()[0].getType()).hasStaticShape())
+        return t;
+  return {};
+}
+
+AffineMapAttr headPermutation(MLIRContext *context) {
+  return AffineMapAttr::get(
+      AffineMap::getPermutationMap(ArrayRef<unsigned>{0, 2, 1, 3}, context));
+}
+
+Value AttentionLowering::view(Value tensor, Location loc) {
+  Value source = tensor;
+  bool transposed = false;
+  if (auto t = tensor.getDefiningOp<linalg::TransposeOp>();
+      t && isHeadTranspose(t.getPermutation()) &&
+      rowsContiguous(t.getInput())) {
+    source = t.getInput();
+    transposed = true;
+  } else if (!rowsContiguous(tensor)) {
+    return input(tensor, loc);
+  }
+  auto type = cast<RankedTensorType>(source.getType());
+  auto layout = StridedLayoutAttr::get(
+      b.getContext(), ShapedType::kDynamic,
+      SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic));
+  Value buffer = bufferization::ToBufferOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType(), layout),
+      source, /*read_only=*/true);
+  if (!transposed)
+    return buffer;
+  return memref::TransposeOp::create(b, loc, buffer,
+                                     headPermutation(b.getContext()));
+}
+
+Value AttentionLowering::address(Value view, SmallVectorImpl<Value> &strides,
+                                 Location loc) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, view);
+  for (int d = 0; d < 3; ++d)
+    strides.push_back(arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                                 meta.getStrides()[d]));
+  auto type = cast<MemRefType>(view.getType());
+  Value offset =
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), meta.getOffset());
+  Value bytes = arith::MulIOp::create(
+      b, loc, offset, i64(type.getElementTypeBitWidth() / 8, loc));
+  return arith::AddIOp::create(b, loc, address(view, loc), bytes);
+}
+
+void AttentionLowering::output(
+    OpResult r, Value like, SmallVectorImpl<Value> &views,
+    SmallVectorImpl<std::pair<OpResult, Value>> &buffers, Location loc) {
+  auto type = cast<RankedTensorType>(r.getType());
+  if (linalg::TransposeOp t = headTransposeOf(r)) {
+    auto merged = cast<RankedTensorType>(t.getResult()[0].getType());
+    Value buffer = memref::AllocOp::create(
+        b, loc, MemRefType::get(merged.getShape(), merged.getElementType()));
+    views.push_back(memref::TransposeOp::create(
+        b, loc, buffer, headPermutation(b.getContext())));
+    buffers.push_back({r, buffer});
+    return;
+  }
+  SmallVector<Value> dynamic;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      dynamic.push_back(memref::DimOp::create(b, loc, like, d));
+  Value buffer = memref::AllocOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()), dynamic);
+  views.push_back(buffer);
+  buffers.push_back({r, buffer});
+}
+
+void AttentionLowering::replaceOutputs(
+    ArrayRef<std::pair<OpResult, Value>> buffers, Location loc) {
+  for (auto [r, buffer] : buffers) {
+    auto bufferType = cast<MemRefType>(buffer.getType());
+    Value tensor = result(buffer,
+                          RankedTensorType::get(bufferType.getShape(),
+                                                bufferType.getElementType()),
+                          loc);
+    if (tensor.getType() == r.getType()) {
+      r.replaceAllUsesWith(tensor);
+      continue;
+    }
+    // The buffer holds the head transpose of `r`: that transpose is the
+    // buffer; any other reader gets `r` back as a transpose of it (a view
+    // again where it is attention_grad's operand).
+    linalg::TransposeOp t = headTransposeOf(r);
+    t.getResult()[0].replaceAllUsesWith(tensor);
+    t.erase();
+    if (r.use_empty())
+      continue;
+    auto type = cast<RankedTensorType>(r.getType());
+    Value init =
+        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+    r.replaceAllUsesWith(
+        linalg::TransposeOp::create(b, loc, tensor, init,
+                                    ArrayRef<int64_t>{0, 2, 1, 3})
+            .getResult()[0]);
+  }
+}
+
+/// The concatenation `op`'s three gradients are assembled by, each through
+/// a head transpose and a collapse of its heads (and nothing else), with
+/// each gradient's column offset in it; null when there is none.
+tensor::ConcatOp packedConcat(AttentionGradOp op,
+                              SmallVectorImpl<int64_t> &offsets) {
+  tensor::ConcatOp concat;
+  SmallVector<Operation *> collapses;
+  for (OpResult r : op->getResults()) {
+    linalg::TransposeOp t = headTransposeOf(r);
+    if (!t || !r.hasOneUse() || !t.getResult()[0].hasOneUse())
+      return {};
+    auto collapse =
+        dyn_cast<tensor::CollapseShapeOp>(*t.getResult()[0].getUsers().begin());
+    if (!collapse || !collapse.getResult().hasOneUse() ||
+        collapse.getReassociationIndices() !=
+            SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}})
+      return {};
+    auto user =
+        dyn_cast<tensor::ConcatOp>(*collapse.getResult().getUsers().begin());
+    if (!user || (concat && user != concat))
+      return {};
+    concat = user;
+    collapses.push_back(collapse);
+  }
+  if (concat.getDim() != 2 || concat.getInputs().size() != collapses.size() ||
+      !concat.getResultType().hasStaticShape())
+    return {};
+  for (Operation *collapse : collapses) {
+    int64_t offset = 0;
+    for (Value input : concat.getInputs()) {
+      if (input.getDefiningOp() == collapse)
+        break;
+      offset += cast<ShapedType>(input.getType()).getDimSize(2);
+    }
+    offsets.push_back(offset);
+  }
+  return concat;
+}
+
+Value AttentionLowering::packedOutputs(AttentionGradOp op,
+                                       tensor::ConcatOp concat,
+                                       ArrayRef<int64_t> offsets,
+                                       SmallVectorImpl<Value> &views,
+                                       Location loc) {
+  RankedTensorType type = concat.getResultType();
+  Value packed = memref::AllocOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+  for (auto [r, offset] : llvm::zip(op->getResults(), offsets)) {
+    auto merged =
+        cast<RankedTensorType>(headTransposeOf(r).getResult()[0].getType());
+    ArrayRef<int64_t> shape = merged.getShape();
+    Value block = memref::SubViewOp::create(
+        b, loc, packed,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0),
+                               b.getIndexAttr(offset)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(shape[0]),
+                               b.getIndexAttr(shape[1]),
+                               b.getIndexAttr(shape[2] * shape[3])},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
+                               b.getIndexAttr(1)});
+    Value heads = memref::ExpandShapeOp::create(
+        b, loc, shape, block, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+    views.push_back(memref::TransposeOp::create(
+        b, loc, heads, headPermutation(b.getContext())));
+  }
+  return packed;
 }
 
 Value AttentionLowering::output(RankedTensorType type, Value like,
@@ -118,26 +368,32 @@ FailureOr<SmallVector<Value>> AttentionLowering::sizes(Operation *op, Value q,
 LogicalResult AttentionLowering::lower(AttentionOp op) {
   b.setInsertionPoint(op);
   Location loc = op.getLoc();
-  Value q = input(op.getQuery(), loc), k = input(op.getKey(), loc),
-        v = input(op.getValue(), loc);
+  Value q = view(op.getQuery(), loc), k = view(op.getKey(), loc),
+        v = view(op.getValue(), loc);
   Value mask = op.getMask() ? input(op.getMask(), loc) : Value();
   FailureOr<SmallVector<Value>> shape = sizes(op, q, k, v, mask, loc);
   if (failed(shape))
     return failure();
-  SmallVector<Value> args = {address(q, loc), address(k, loc), address(v, loc),
-                             mask ? address(mask, loc) : i64(0, loc)};
   // out is B x H x L x Ev: B, H, L from the query.
   if (op.getOut().getType().isDynamicDim(3))
     return op.emitOpError("the CPU lowering needs a static value head size");
-  Value out = output(op.getOut().getType(), q, args, loc);
+  SmallVector<Value> outViews;
+  SmallVector<std::pair<OpResult, Value>> buffers;
+  output(cast<OpResult>(op.getOut()), q, outViews, buffers, loc);
+  SmallVector<Value> strides;
+  SmallVector<Value> args = {address(q, strides, loc), address(k, strides, loc),
+                             address(v, strides, loc),
+                             mask ? address(mask, loc) : i64(0, loc),
+                             address(outViews[0], strides, loc)};
   Value lse = output(op.getLse().getType(), q, args, loc);
   args.append(*shape);
   args.push_back(
       arith::ConstantFloatOp::create(b, loc, b.getF64Type(), op.getScale()));
   args.push_back(i64(op.getCausal(), loc));
+  args.append(strides);
   call(gpu ? "spmdGpuAttentionForward" : "spmdAttentionForward", args, loc);
-  op.getOut().replaceAllUsesWith(result(out, op.getOut().getType(), loc));
   op.getLse().replaceAllUsesWith(result(lse, op.getLse().getType(), loc));
+  replaceOutputs(buffers, loc);
   op.erase();
   return success();
 }
@@ -145,31 +401,53 @@ LogicalResult AttentionLowering::lower(AttentionOp op) {
 LogicalResult AttentionLowering::lower(AttentionGradOp op) {
   b.setInsertionPoint(op);
   Location loc = op.getLoc();
-  Value grad = input(op.getGrad(), loc), q = input(op.getQuery(), loc),
-        k = input(op.getKey(), loc), v = input(op.getValue(), loc),
-        out = input(op.getOut(), loc), lse = input(op.getLse(), loc);
+  Value grad = view(op.getGrad(), loc), q = view(op.getQuery(), loc),
+        k = view(op.getKey(), loc), v = view(op.getValue(), loc),
+        out = view(op.getOut(), loc), lse = input(op.getLse(), loc);
   Value mask = op.getMask() ? input(op.getMask(), loc) : Value();
   FailureOr<SmallVector<Value>> shape = sizes(op, q, k, v, mask, loc);
   if (failed(shape))
     return failure();
-  SmallVector<Value> args = {address(grad, loc),
-                             address(q, loc),
-                             address(k, loc),
-                             address(v, loc),
-                             address(out, loc),
+  SmallVector<Value> gradViews;
+  SmallVector<std::pair<OpResult, Value>> buffers;
+  SmallVector<int64_t> offsets;
+  tensor::ConcatOp concat = packedConcat(op, offsets);
+  Value packed =
+      concat ? packedOutputs(op, concat, offsets, gradViews, loc) : Value();
+  if (!packed)
+    for (auto [r, like] : llvm::zip(op->getResults(), ValueRange{q, k, v}))
+      output(cast<OpResult>(r), like, gradViews, buffers, loc);
+  SmallVector<Value> strides;
+  SmallVector<Value> args = {address(grad, strides, loc),
+                             address(q, strides, loc),
+                             address(k, strides, loc),
+                             address(v, strides, loc),
+                             address(out, strides, loc),
                              address(lse, loc),
                              mask ? address(mask, loc) : i64(0, loc)};
-  SmallVector<Value> grads;
-  for (auto [r, like] : llvm::zip(op->getResults(), ValueRange{q, k, v}))
-    grads.push_back(
-        output(cast<RankedTensorType>(r.getType()), like, args, loc));
+  for (Value g : gradViews)
+    args.push_back(address(g, strides, loc));
   args.append(*shape);
   args.push_back(
       arith::ConstantFloatOp::create(b, loc, b.getF64Type(), op.getScale()));
   args.push_back(i64(op.getCausal(), loc));
+  args.append(strides);
   call(gpu ? "spmdGpuAttentionBackward" : "spmdAttentionBackward", args, loc);
-  for (auto [r, buffer] : llvm::zip(op->getResults(), grads))
-    r.replaceAllUsesWith(result(buffer, r.getType(), loc));
+  replaceOutputs(buffers, loc);
+  if (packed) {
+    // The concatenation is the packed buffer; its inputs' chains go.
+    concat.getResult().replaceAllUsesWith(
+        result(packed, concat.getResultType(), loc));
+    SmallVector<Operation *> chain;
+    for (Value input : concat.getInputs()) {
+      Operation *collapse = input.getDefiningOp();
+      chain.push_back(collapse);
+      chain.push_back(collapse->getOperand(0).getDefiningOp());
+    }
+    concat.erase();
+    for (Operation *dead : chain)
+      dead->erase();
+  }
   op.erase();
   return success();
 }

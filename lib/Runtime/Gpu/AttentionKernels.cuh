@@ -5,10 +5,12 @@
 // the forward and two for the backward (one over query rows for dQ, one
 // over key rows for dK and dV, so no atomics), the semantics of the CPU
 // path's kernels (lib/Runtime/Attention.cpp; SpmdRuntime.h):
-// row-major f32 buffers Q [B,H,L,E], K [B,H,S,E], V [B,H,S,Ev],
-// O [B,H,L,Ev], log-sum-exp [B,H,L]; an optional additive mask with element
-// strides (maskB, maskH, maskL; 1 along S); causal top-left aligned; a row
-// with nothing to attend to gives zeros and a log-sum-exp of -inf.
+// f32 buffers Q [B,H,L,E], K [B,H,S,E], V [B,H,S,Ev], O [B,H,L,Ev] (and
+// their gradients) addressed by element strides along B, H and rows (Shape),
+// rows contiguous; log-sum-exp [B,H,L] contiguous; an optional additive mask
+// with element strides (maskB, maskH, maskL; 1 along S); causal top-left
+// aligned; a row with nothing to attend to gives zeros and a log-sum-exp of
+// -inf.
 //
 // One warp per row (FlashAttention-1 style): the block's warps share tiles
 // of kTile keys (or queries) staged in shared memory between barriers; lane
@@ -63,19 +65,26 @@ __device__ inline float score(const float *q, const float *k, int n, int i,
   return v;
 }
 
+/// Where batch b, head h of a tensor with strides `st` starts.
+__device__ inline long long at(const Strides &st, int b, int h) {
+  return b * st.batch + h * st.head;
+}
+
 /// One past the last key the rows [row0, row0 + rows) attend to.
 __device__ inline int keyEnd(int row0, int rows, const Shape &s) {
   int end = s.causal ? row0 + rows : s.S;
   return end < s.S ? end : s.S;
 }
 
-/// Copies rows [first, first + kTile) of a [rows x n] matrix into a
-/// shared tile (zeros past the end), all threads of the block together.
+/// Copies rows [first, first + kTile) of a [rows x n] matrix whose rows
+/// are `stride` elements apart into a shared tile (zeros past the end), all
+/// threads of the block together.
 __device__ inline void loadTile(float (*tile)[kTileStride], const float *m,
-                                int first, int rows, int n) {
+                                long long stride, int first, int rows, int n) {
   for (int idx = threadIdx.x; idx < kTile * n; idx += blockDim.x) {
     int r = idx / n, e = idx % n;
-    tile[r][e] = first + r < rows ? m[(long long)(first + r) * n + e] : 0.0f;
+    tile[r][e] =
+        first + r < rows ? m[(long long)(first + r) * stride + e] : 0.0f;
   }
 }
 
@@ -119,11 +128,11 @@ __device__ inline void forward(const float *query, const float *key,
   int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   int i = row0 + warp;
   long long bh = (long long)b * s.H + h;
-  const float *k = key + bh * s.S * s.E, *v = value + bh * s.S * s.Ev;
+  const float *k = key + at(s.k, b, h), *v = value + at(s.v, b, h);
   const float *m = mask ? mask + b * s.maskB + h * s.maskH : nullptr;
   if (i < s.L)
     for (int e = lane; e < s.E; e += kWarp)
-      sq[warp][e] = query[(bh * s.L + i) * s.E + e];
+      sq[warp][e] = query[at(s.q, b, h) + i * s.q.row + e];
   float acc[kPerLane];
   for (int t = 0; t < kPerLane; ++t)
     acc[t] = 0.0f;
@@ -131,8 +140,8 @@ __device__ inline void forward(const float *query, const float *key,
   int end = keyEnd(row0, kRowsPerBlock, s);
   for (int col0 = 0; col0 < end; col0 += kTile) {
     __syncthreads(); // the previous tile is no longer read
-    loadTile(sk, k, col0, s.S, s.E);
-    loadTile(sv, v, col0, s.S, s.Ev);
+    loadTile(sk, k, s.k.row, col0, s.S, s.E);
+    loadTile(sv, v, s.v.row, col0, s.S, s.Ev);
     __syncthreads();
     if (i >= s.L)
       continue; // the whole warp: shuffles below stay warp-uniform
@@ -151,7 +160,7 @@ __device__ inline void forward(const float *query, const float *key,
   }
   if (i >= s.L)
     return;
-  storeRow(out + (bh * s.L + i) * s.Ev, acc, s.Ev, lane,
+  storeRow(out + at(s.o, b, h) + i * s.o.row, acc, s.Ev, lane,
            rowSum > 0.0f ? 1.0f / rowSum : 0.0f);
   if (lane == 0)
     lse[bh * s.L + i] = rowSum > 0.0f ? rowMax + logf(rowSum) : -INFINITY;
@@ -171,17 +180,17 @@ __device__ inline void backwardQuery(const float *grad, const float *query,
   int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   int i = row0 + warp;
   long long bh = (long long)b * s.H + h;
-  const float *k = key + bh * s.S * s.E, *v = value + bh * s.S * s.Ev;
+  const float *k = key + at(s.k, b, h), *v = value + at(s.v, b, h);
   const float *m = mask ? mask + b * s.maskB + h * s.maskH : nullptr;
   float delta = 0.0f, rowLse = -INFINITY;
   if (i < s.L) {
     for (int e = lane; e < s.E; e += kWarp)
-      sq[warp][e] = query[(bh * s.L + i) * s.E + e];
+      sq[warp][e] = query[at(s.q, b, h) + i * s.q.row + e];
     float part = 0.0f;
     for (int e = lane; e < s.Ev; e += kWarp) {
-      float g = grad[(bh * s.L + i) * s.Ev + e];
+      float g = grad[at(s.g, b, h) + i * s.g.row + e];
       sg[warp][e] = g;
-      part += g * out[(bh * s.L + i) * s.Ev + e];
+      part += g * out[at(s.o, b, h) + i * s.o.row + e];
     }
     delta = warpSum(part); // D = rowsum(dO * O)
     rowLse = lse[bh * s.L + i];
@@ -192,8 +201,8 @@ __device__ inline void backwardQuery(const float *grad, const float *query,
   int end = keyEnd(row0, kRowsPerBlock, s);
   for (int col0 = 0; col0 < end; col0 += kTile) {
     __syncthreads();
-    loadTile(sk, k, col0, s.S, s.E);
-    loadTile(sv, v, col0, s.S, s.Ev);
+    loadTile(sk, k, s.k.row, col0, s.S, s.E);
+    loadTile(sv, v, s.v.row, col0, s.S, s.Ev);
     __syncthreads();
     if (i >= s.L || rowLse == -INFINITY)
       continue;
@@ -208,7 +217,7 @@ __device__ inline void backwardQuery(const float *grad, const float *query,
   }
   if (i >= s.L)
     return;
-  storeRow(gradQuery + (bh * s.L + i) * s.E, acc, s.E, lane, s.scale);
+  storeRow(gradQuery + at(s.dq, b, h) + i * s.dq.row, acc, s.E, lane, s.scale);
 }
 
 /// dK and dV. grid (ceil(S / kRowsPerBlock), H, B), block kThreads.
@@ -227,14 +236,14 @@ __device__ inline void backwardKeyValue(const float *grad, const float *query,
   int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   int j = key0 + warp;
   long long bh = (long long)b * s.H + h;
-  const float *q = query + bh * s.L * s.E, *g = grad + bh * s.L * s.Ev,
-              *o = out + bh * s.L * s.Ev, *rows = lse + bh * s.L;
+  const float *q = query + at(s.q, b, h), *g = grad + at(s.g, b, h),
+              *o = out + at(s.o, b, h), *rows = lse + bh * s.L;
   const float *m = mask ? mask + b * s.maskB + h * s.maskH : nullptr;
   if (j < s.S) {
     for (int e = lane; e < s.E; e += kWarp)
-      sk[warp][e] = key[(bh * s.S + j) * s.E + e];
+      sk[warp][e] = key[at(s.k, b, h) + j * s.k.row + e];
     for (int e = lane; e < s.Ev; e += kWarp)
-      sv[warp][e] = value[(bh * s.S + j) * s.Ev + e];
+      sv[warp][e] = value[at(s.v, b, h) + j * s.v.row + e];
   }
   float dk[kPerLane], dv[kPerLane];
   for (int t = 0; t < kPerLane; ++t)
@@ -243,11 +252,13 @@ __device__ inline void backwardKeyValue(const float *grad, const float *query,
   int first = s.causal ? key0 / kTile * kTile : 0;
   for (int row0 = first; row0 < s.L; row0 += kTile) {
     __syncthreads();
-    loadTile(sq, q, row0, s.L, s.E);
-    loadTile(sg, g, row0, s.L, s.Ev);
+    loadTile(sq, q, s.q.row, row0, s.L, s.E);
+    loadTile(sg, g, s.g.row, row0, s.L, s.Ev);
     for (int r = threadIdx.x; r < kTile; r += blockDim.x) {
-      long long row = (long long)(row0 + r) * s.Ev;
-      sDelta[r] = row0 + r < s.L ? dot(g + row, o + row, s.Ev) : 0.0f;
+      long long row = row0 + r;
+      sDelta[r] = row0 + r < s.L
+                      ? dot(g + row * s.g.row, o + row * s.o.row, s.Ev)
+                      : 0.0f;
       sLse[r] = row0 + r < s.L ? rows[row0 + r] : -INFINITY;
     }
     __syncthreads();
@@ -265,8 +276,8 @@ __device__ inline void backwardKeyValue(const float *grad, const float *query,
   }
   if (j >= s.S)
     return;
-  storeRow(gradKey + (bh * s.S + j) * s.E, dk, s.E, lane, s.scale);
-  storeRow(gradValue + (bh * s.S + j) * s.Ev, dv, s.Ev, lane, 1.0f);
+  storeRow(gradKey + at(s.dk, b, h) + j * s.dk.row, dk, s.E, lane, s.scale);
+  storeRow(gradValue + at(s.dv, b, h) + j * s.dv.row, dv, s.Ev, lane, 1.0f);
 }
 
 } // namespace spmd::attention

@@ -22,13 +22,22 @@ constexpr int kMaxHead = 128;
 constexpr int kTileStride = kMaxHead + 1;
 constexpr int kPerLane = kMaxHead / kWarp;
 
+/// A tensor's element strides along batch, head and row (its rows are
+/// contiguous): row i of batch b, head h starts at
+/// b * batch + h * head + i * row.
+struct Strides {
+  long long batch, head, row;
+};
+
 /// Sizes, mask strides (elements; 0 where the mask broadcasts), the scale
-/// and causal, as the kernels take them (by value).
+/// and causal, and every tensor's strides (the log-sum-exp is contiguous),
+/// as the kernels take them (by value).
 struct Shape {
   int B, H, L, S, E, Ev;
   long long maskB, maskH, maskL;
   float scale;
   int causal;
+  Strides q, k, v, o, g, dq, dk, dv;
 };
 
 } // namespace spmd::attention

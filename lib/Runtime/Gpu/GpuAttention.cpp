@@ -81,8 +81,13 @@ Shape shape(const char *what, int64_t B, int64_t H, int64_t L, int64_t S,
   }
   if (B > 65535 || H > 65535)
     spmd::gpu::fail(what, "more than 65535 batches or heads");
-  return Shape{int(B), int(H), int(L), int(S),       int(E),          int(Ev),
-               maskB,  maskH,  maskL,  float(scale), int(causal != 0)};
+  Shape s{};
+  s.B = int(B), s.H = int(H), s.L = int(L), s.S = int(S), s.E = int(E),
+  s.Ev = int(Ev);
+  s.maskB = maskB, s.maskH = maskH, s.maskL = maskL;
+  s.scale = float(scale);
+  s.causal = int(causal != 0);
+  return s;
 }
 
 void launch(CUfunction f, int64_t rows, int64_t H, int64_t B, void **params,
@@ -117,26 +122,37 @@ void spmdGpuAttentionForward(int64_t query, int64_t key, int64_t value,
                              int64_t mask, int64_t out, int64_t lse, int64_t B,
                              int64_t H, int64_t L, int64_t S, int64_t E,
                              int64_t Ev, int64_t maskB, int64_t maskH,
-                             int64_t maskL, double scale, int64_t causal) {
+                             int64_t maskL, double scale, int64_t causal,
+                             int64_t qB, int64_t qH, int64_t qL, int64_t kB,
+                             int64_t kH, int64_t kL, int64_t vB, int64_t vH,
+                             int64_t vL, int64_t oB, int64_t oH, int64_t oL) {
   const Kernels &k = kernels();
   Shape s = shape("spmdGpuAttentionForward", B, H, L, S, E, Ev, maskB, maskH,
                   maskL, scale, causal);
+  s.q = {qB, qH, qL}, s.k = {kB, kH, kL}, s.v = {vB, vH, vL},
+  s.o = {oB, oH, oL};
   void *params[] = {&query, &key, &value, &mask, &out, &lse, &s};
   launch(k.forward, L, H, B, params, "attention forward",
          "cuLaunchKernel (attention forward)");
   finish("cuStreamSynchronize (attention forward)");
 }
 
-void spmdGpuAttentionBackward(int64_t grad, int64_t query, int64_t key,
-                              int64_t value, int64_t out, int64_t lse,
-                              int64_t mask, int64_t gradQuery, int64_t gradKey,
-                              int64_t gradValue, int64_t B, int64_t H,
-                              int64_t L, int64_t S, int64_t E, int64_t Ev,
-                              int64_t maskB, int64_t maskH, int64_t maskL,
-                              double scale, int64_t causal) {
+void spmdGpuAttentionBackward(
+    int64_t grad, int64_t query, int64_t key, int64_t value, int64_t out,
+    int64_t lse, int64_t mask, int64_t gradQuery, int64_t gradKey,
+    int64_t gradValue, int64_t B, int64_t H, int64_t L, int64_t S, int64_t E,
+    int64_t Ev, int64_t maskB, int64_t maskH, int64_t maskL, double scale,
+    int64_t causal, int64_t gB, int64_t gH, int64_t gL, int64_t qB, int64_t qH,
+    int64_t qL, int64_t kB, int64_t kH, int64_t kL, int64_t vB, int64_t vH,
+    int64_t vL, int64_t oB, int64_t oH, int64_t oL, int64_t dqB, int64_t dqH,
+    int64_t dqL, int64_t dkB, int64_t dkH, int64_t dkL, int64_t dvB,
+    int64_t dvH, int64_t dvL) {
   const Kernels &k = kernels();
   Shape s = shape("spmdGpuAttentionBackward", B, H, L, S, E, Ev, maskB, maskH,
                   maskL, scale, causal);
+  s.g = {gB, gH, gL}, s.q = {qB, qH, qL}, s.k = {kB, kH, kL},
+  s.v = {vB, vH, vL}, s.o = {oB, oH, oL}, s.dq = {dqB, dqH, dqL},
+  s.dk = {dkB, dkH, dkL}, s.dv = {dvB, dvH, dvL};
   // The kernels' order: grad, query, key, value, out, lse, mask, outputs.
   void *dq[] = {&grad, &query, &key, &value, &out, &lse, &mask, &gradQuery, &s};
   void *dkdv[] = {&grad, &query, &key,     &value,     &out,

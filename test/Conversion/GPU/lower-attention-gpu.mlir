@@ -6,7 +6,7 @@
 // CHECK: call @spmdGpuAttentionForward(
 // CHECK: call @spmdGpuAttentionBackward(
 // CHECK-NOT: spmd.attention
-// CHECK: func.func private @spmdGpuAttentionForward(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f64, i64)
+// CHECK: func.func private @spmdGpuAttentionForward(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)
 func.func @fits(%q: tensor<2x4x64x128xf32>, %k: tensor<2x4x48x128xf32>,
                 %v: tensor<2x4x48x64xf32>, %g: tensor<2x4x64x64xf32>)
     -> (tensor<2x4x64x128xf32>, tensor<2x4x48x128xf32>, tensor<2x4x48x64xf32>) {
