@@ -169,3 +169,44 @@ func.func @costly_generator(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   } -> tensor<8x16xf32>
   return %sum : tensor<8x16xf32>
 }
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#bias = affine_map<(d0, d1) -> (d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// nn.Linear's bias added to the matmul's rows (B*L x N), then viewed as
+// B x L x N and read twice (GELU and its backward's input): the add is
+// computed in the B x L x N shape, reading the matmul's rows through the
+// reshape, so it has the iteration space of its readers (on buffers, the
+// GPU fuses it with GELU into one kernel). The reshape moves to the
+// matmul's result; the value, read twice, is still computed once.
+// CHECK-LABEL: func.func @elementwise_before_reshape
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape %arg0 {{\[\[}}0, 1], [2]] output_shape [4, 6, 32] : tensor<24x32xf32> into tensor<4x6x32xf32>
+// CHECK: %[[BIASED:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[ROWS]], %arg1 : tensor<4x6x32xf32>, tensor<32xf32>)
+// CHECK: arith.addf
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[BIASED]] : tensor<4x6x32xf32>)
+// CHECK: math.erf
+// CHECK: return
+func.func @elementwise_before_reshape(%mm: tensor<24x32xf32>, %b: tensor<32xf32>) -> (tensor<4x6x32xf32>, tensor<4x6x32xf32>) {
+  %e = tensor.empty() : tensor<24x32xf32>
+  %biased = linalg.generic {indexing_maps = [#id2, #bias, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %b : tensor<24x32xf32>, tensor<32xf32>) outs(%e : tensor<24x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %out: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<24x32xf32>
+  %v = tensor.expand_shape %biased [[0, 1], [2]] output_shape [4, 6, 32] : tensor<24x32xf32> into tensor<4x6x32xf32>
+  %e3 = tensor.empty() : tensor<4x6x32xf32>
+  %g = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v : tensor<4x6x32xf32>) outs(%e3 : tensor<4x6x32xf32>) {
+  ^bb0(%x: f32, %out: f32):
+    %r = math.erf %x : f32
+    linalg.yield %r : f32
+  } -> tensor<4x6x32xf32>
+  return %g, %v : tensor<4x6x32xf32>, tensor<4x6x32xf32>
+}

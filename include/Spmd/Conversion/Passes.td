@@ -297,8 +297,13 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     reshaped with `tensor.expand_shape` before its use (the iota viewed as
     1 x C against a column of targets in cross-entropy's one-hot) is first
     generated in the expanded shape (upstream's
-    `populateFoldReshapeOpsByExpansionPatterns`, for generators only). Its
-    values are the same indices.
+    `populateFoldReshapeOpsByExpansionPatterns`). Its values are the same
+    indices. So is an elementwise op whose only reader is one
+    `tensor.expand_shape` (nn.Linear's bias added to the matmul's B*L x N
+    rows, then viewed as B x L x N): computed in the expanded shape, reading
+    its inputs through the reshape, it has its readers' iteration space (one
+    loop nest; on the GPU one kernel with the GELU after it). Other
+    reshapes stay where they are.
 
     First, a `linalg.fill` that is the `outs` of several ops (CSE merges
     the zero fills of every reduction and matmul of one shape) is cloned

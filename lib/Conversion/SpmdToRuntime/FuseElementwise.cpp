@@ -3,7 +3,9 @@
 // spmd-fuse-elementwise: on tensors, before bufferization, an elementwise
 // linalg.generic whose only user is another linalg.generic is computed
 // inside that user's loop nest, so the intermediate tensor is never
-// written to memory; a generator (an iota) is recomputed in each user.
+// written to memory; a generator (an iota) is recomputed in each user, and
+// an elementwise op read only through an expand_shape is computed in the
+// expanded shape.
 // Shared by the CPU and GPU lowerings.
 //
 //===----------------------------------------------------------------------===//
@@ -60,14 +62,31 @@ bool worthFusing(OpOperand *fused) {
          consumer.getMatchingIndexingMap(fused).isPermutation();
 }
 
+/// An elementwise generic (all loops parallel) whose value is only read
+/// through one expand_shape: a bias added to a matmul's rows (B*L x N)
+/// before the model views them as B x L x N.
+bool isElementwiseBeforeReshape(Operation *op) {
+  auto generic = dyn_cast_if_present<linalg::GenericOp>(op);
+  return generic && generic.hasPureTensorSemantics() &&
+         generic->getNumResults() == 1 && generic->hasOneUse() &&
+         generic.getNumLoops() == generic.getNumParallelLoops();
+}
+
 /// A generator reshaped before its use (torch.arange(C) viewed as 1 x C
 /// to compare with a column of targets) is generated in the reshaped shape
 /// instead, so that it fuses into the user (upstream's fold of a reshape
 /// into its producer by expanding the producer's loops; its index ops are
-/// rewritten to the same values). Other reshapes stay.
-bool expandGenerator(OpOperand *fused) {
+/// rewritten to the same values). So is an elementwise op read only
+/// through the reshape: computed in the shape its readers use, it shares
+/// their iteration space (one loop nest, one GPU kernel, with GELU after a
+/// bias add) instead of being a loop nest of its own shape. Other reshapes
+/// stay.
+bool expandProducer(OpOperand *fused) {
   auto expand = dyn_cast<tensor::ExpandShapeOp>(fused->getOwner());
-  return expand && isGenerator(expand.getSrc().getDefiningOp());
+  if (!expand)
+    return false;
+  Operation *producer = expand.getSrc().getDefiningOp();
+  return isGenerator(producer) || isElementwiseBeforeReshape(producer);
 }
 
 /// A fill that is the init of several ops (CSE merges the zero fills of
@@ -108,7 +127,7 @@ struct SpmdFuseElementwisePass
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, worthFusing);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns,
-                                                      expandGenerator);
+                                                      expandProducer);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
