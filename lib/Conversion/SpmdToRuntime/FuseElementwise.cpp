@@ -126,8 +126,7 @@ struct SpmdFuseElementwisePass
     fillPerUser(getOperation());
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, worthFusing);
-    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns,
-                                                      expandProducer);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, expandProducer);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
