@@ -210,3 +210,36 @@ func.func @elementwise_before_reshape(%mm: tensor<24x32xf32>, %b: tensor<32xf32>
   } -> tensor<4x6x32xf32>
   return %g, %v : tensor<4x6x32xf32>, tensor<4x6x32xf32>
 }
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+
+// Inside a chain of elementwise ops (dropout's Philox rounds, whose values
+// are read by later rounds too) the last op is not expanded: its input is
+// computed by a generic of the chain's shape, and computing the last op in
+// another shape would split the chain into loop nests that no longer fuse.
+// CHECK-LABEL: func.func @chain_before_reshape
+// CHECK: %[[FIRST:.*]] = linalg.generic
+// CHECK: arith.muli
+// CHECK: %[[LAST:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[FIRST]] : tensor<128xi64>)
+// CHECK: arith.addi
+// CHECK: tensor.expand_shape %[[LAST]] {{\[\[}}0, 1]] output_shape [8, 16]
+func.func @chain_before_reshape(%x: tensor<128xi64>) -> (tensor<8x16xi64>, tensor<128xi64>) {
+  %e = tensor.empty() : tensor<128xi64>
+  %first = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%x : tensor<128xi64>) outs(%e : tensor<128xi64>) {
+  ^bb0(%a: i64, %out: i64):
+    %r = arith.muli %a, %a : i64
+    linalg.yield %r : i64
+  } -> tensor<128xi64>
+  %last = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%first : tensor<128xi64>) outs(%e : tensor<128xi64>) {
+  ^bb0(%a: i64, %out: i64):
+    %r = arith.addi %a, %a : i64
+    linalg.yield %r : i64
+  } -> tensor<128xi64>
+  %v = tensor.expand_shape %last [[0, 1]] output_shape [8, 16] : tensor<128xi64> into tensor<8x16xi64>
+  return %v, %first : tensor<8x16xi64>, tensor<128xi64>
+}

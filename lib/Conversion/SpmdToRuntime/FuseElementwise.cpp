@@ -63,13 +63,19 @@ bool worthFusing(OpOperand *fused) {
 }
 
 /// An elementwise generic (all loops parallel) whose value is only read
-/// through one expand_shape: a bias added to a matmul's rows (B*L x N)
-/// before the model views them as B x L x N.
+/// through one expand_shape and whose inputs are not elementwise generics
+/// themselves: a bias added to a matmul's rows (B*L x N) before the model
+/// views them as B x L x N. (Inside a chain of generics, expanding one op
+/// would split the chain into two shapes that no longer fuse: the Philox
+/// rounds of dropout's random numbers.)
 bool isElementwiseBeforeReshape(Operation *op) {
   auto generic = dyn_cast_if_present<linalg::GenericOp>(op);
   return generic && generic.hasPureTensorSemantics() &&
          generic->getNumResults() == 1 && generic->hasOneUse() &&
-         generic.getNumLoops() == generic.getNumParallelLoops();
+         generic.getNumLoops() == generic.getNumParallelLoops() &&
+         llvm::none_of(generic.getDpsInputs(), [](Value input) {
+           return isa_and_present<linalg::GenericOp>(input.getDefiningOp());
+         });
 }
 
 /// A generator reshaped before its use (torch.arange(C) viewed as 1 x C
