@@ -688,10 +688,13 @@ def Spmd_AttentionOp : Spmd_Op<"attention", [Pure]> {
 
     Lowered flash-attention style (`--spmd-lower-to-cpu`: libSpmdRuntime's
     `spmdAttentionForward`): scores in blocks with an online softmax, never
-    an `L x S` tensor. Batch and heads shard freely; the sequence and head
-    dimensions are computed whole. f32 only (16-bit autocast attention is
-    traced as its math by the bridge). On the GPU path it is decomposed
-    into linalg (`spmd-decompose-attention`: the scores materialized).
+    an `L x S` tensor; operands are read and written by strides, so a head
+    transpose around the op is a view, not a copy (`spmd-lower-attention`).
+    Batch and heads shard freely; the sequence and head dimensions are
+    computed whole. f32 only (16-bit autocast attention is traced as its
+    math by the bridge). On the GPU path: libSpmdGpuRuntime's fused kernels
+    for head dimensions up to 128, above that decomposed into linalg
+    (`spmd-decompose-attention`: the scores materialized).
 
     ```mlir
     %o, %lse = spmd.attention %q, %k, %v {causal, scale = 0.125 : f64}
