@@ -140,3 +140,22 @@ func.func @packed_gradients(%g: tensor<2x4x64x8xf32>, %q: tensor<2x4x64x8xf32>, 
   %packed = tensor.concat dim(2) %cq, %ck, %cv : (tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<2x64x32xf32>) -> tensor<2x64x96xf32>
   return %packed : tensor<2x64x96xf32>
 }
+
+// -----
+
+// As many heads as rows (4 x 4): the merged B x L x H x E buffer has the
+// very type of the B x H x L x E output, and it is still the transpose's
+// value, not the output's (no transpose of it is left to apply twice).
+// CHECK-LABEL: func.func @heads_equal_rows
+// CHECK: %[[OUT:.*]] = memref.alloc() : memref<1x4x4x8xf32>
+// CHECK: memref.transpose %[[OUT]] (d0, d1, d2, d3) -> (d0, d2, d1, d3) : memref<1x4x4x8xf32> to memref<1x4x4x8xf32, strided<[128, 8, 32, 1]>>
+// CHECK: call @spmdAttentionForward
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[MERGED:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK: return %[[MERGED]]
+func.func @heads_equal_rows(%q: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %o, %l = spmd.attention %q, %q, %q {scale = 0.125 : f64} : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>, tensor<1x4x4xf32>
+  %e = tensor.empty() : tensor<1x4x4x8xf32>
+  %m = linalg.transpose ins(%o : tensor<1x4x4x8xf32>) outs(%e : tensor<1x4x4x8xf32>) permutation = [0, 2, 1, 3]
+  return %m : tensor<1x4x4x8xf32>
+}

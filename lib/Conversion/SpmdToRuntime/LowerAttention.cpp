@@ -30,6 +30,14 @@ using namespace mlir::spmd;
 
 namespace {
 
+/// A result of the kernels, the buffer it is written to and, when that
+/// buffer holds it with heads and rows swapped, the transpose that read it.
+struct Output {
+  OpResult result;
+  Value buffer;
+  linalg::TransposeOp merged;
+};
+
 class AttentionLowering {
 public:
   AttentionLowering(ModuleOp module, bool gpu)
@@ -52,8 +60,7 @@ private:
   /// reads `r` (B x rows x H x n, the layout heads are merged from), the
   /// buffer has that layout: the transpose becomes the buffer itself.
   void output(OpResult r, Value like, SmallVectorImpl<Value> &views,
-              SmallVectorImpl<std::pair<OpResult, Value>> &buffers,
-              Location loc);
+              SmallVectorImpl<Output> &buffers, Location loc);
   /// `op`'s gradients merged from their heads and concatenated by `concat`
   /// (packedConcat: a packed QKV projection's gradient): one buffer of the
   /// concatenation and the views the kernels write each gradient through
@@ -63,8 +70,7 @@ private:
                       ArrayRef<int64_t> offsets, SmallVectorImpl<Value> &views,
                       Location loc);
   /// Replaces the uses of each result by its buffer, as output() chose it.
-  void replaceOutputs(ArrayRef<std::pair<OpResult, Value>> buffers,
-                      Location loc);
+  void replaceOutputs(ArrayRef<Output> buffers, Location loc);
   /// The address of `view`'s first element and its element strides along
   /// batch, head and row (appended to `strides`).
   Value address(Value view, SmallVectorImpl<Value> &strides, Location loc);
@@ -201,9 +207,9 @@ Value AttentionLowering::address(Value view, SmallVectorImpl<Value> &strides,
   return arith::AddIOp::create(b, loc, address(view, loc), bytes);
 }
 
-void AttentionLowering::output(
-    OpResult r, Value like, SmallVectorImpl<Value> &views,
-    SmallVectorImpl<std::pair<OpResult, Value>> &buffers, Location loc) {
+void AttentionLowering::output(OpResult r, Value like,
+                               SmallVectorImpl<Value> &views,
+                               SmallVectorImpl<Output> &buffers, Location loc) {
   auto type = cast<RankedTensorType>(r.getType());
   if (linalg::TransposeOp t = headTransposeOf(r)) {
     auto merged = cast<RankedTensorType>(t.getResult()[0].getType());
@@ -211,7 +217,7 @@ void AttentionLowering::output(
         b, loc, MemRefType::get(merged.getShape(), merged.getElementType()));
     views.push_back(memref::TransposeOp::create(
         b, loc, buffer, headPermutation(b.getContext())));
-    buffers.push_back({r, buffer});
+    buffers.push_back({r, buffer, t});
     return;
   }
   SmallVector<Value> dynamic;
@@ -221,25 +227,24 @@ void AttentionLowering::output(
   Value buffer = memref::AllocOp::create(
       b, loc, MemRefType::get(type.getShape(), type.getElementType()), dynamic);
   views.push_back(buffer);
-  buffers.push_back({r, buffer});
+  buffers.push_back({r, buffer, {}});
 }
 
-void AttentionLowering::replaceOutputs(
-    ArrayRef<std::pair<OpResult, Value>> buffers, Location loc) {
-  for (auto [r, buffer] : buffers) {
+void AttentionLowering::replaceOutputs(ArrayRef<Output> buffers, Location loc) {
+  for (auto [r, buffer, t] : buffers) {
     auto bufferType = cast<MemRefType>(buffer.getType());
     Value tensor = result(buffer,
                           RankedTensorType::get(bufferType.getShape(),
                                                 bufferType.getElementType()),
                           loc);
-    if (tensor.getType() == r.getType()) {
+    if (!t) {
       r.replaceAllUsesWith(tensor);
       continue;
     }
-    // The buffer holds the head transpose of `r`: that transpose is the
-    // buffer; any other reader gets `r` back as a transpose of it (a view
-    // again where it is attention_grad's operand).
-    linalg::TransposeOp t = headTransposeOf(r);
+    // The buffer holds the head transpose of `r` (of r's very type when
+    // there are as many heads as rows): that transpose is the buffer; any
+    // other reader gets `r` back as a transpose of it (a view again where
+    // it is attention_grad's operand).
     t.getResult()[0].replaceAllUsesWith(tensor);
     t.erase();
     if (r.use_empty())
@@ -378,7 +383,7 @@ LogicalResult AttentionLowering::lower(AttentionOp op) {
   if (op.getOut().getType().isDynamicDim(3))
     return op.emitOpError("the CPU lowering needs a static value head size");
   SmallVector<Value> outViews;
-  SmallVector<std::pair<OpResult, Value>> buffers;
+  SmallVector<Output> buffers;
   output(cast<OpResult>(op.getOut()), q, outViews, buffers, loc);
   SmallVector<Value> strides;
   SmallVector<Value> args = {address(q, strides, loc), address(k, strides, loc),
@@ -409,7 +414,7 @@ LogicalResult AttentionLowering::lower(AttentionGradOp op) {
   if (failed(shape))
     return failure();
   SmallVector<Value> gradViews;
-  SmallVector<std::pair<OpResult, Value>> buffers;
+  SmallVector<Output> buffers;
   SmallVector<int64_t> offsets;
   tensor::ConcatOp concat = packedConcat(op, offsets);
   Value packed =
