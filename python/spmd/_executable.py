@@ -7,6 +7,10 @@ the program updates them in place, so `model.state_dict()` and
 compiled programs drive one model (a training and an evaluation step,
 another batch shape), the one about to run first copies the current values
 into its own buffers and becomes the owner.
+
+On the GPU target (_device.py) the buffers are device memory: the views are
+CUDA tensors over them, or, in the GPU emulator, CPU mirrors the device
+layer copies in before a step (those the host changed) and out after it.
 """
 
 import ctypes
@@ -37,6 +41,9 @@ class Executable:
         self.entry.restype = None
         nargs = sum(3 + 2 * len(i.local_shape) for i in traced.inputs)
         self.entry.argtypes = [ctypes.c_int64] * nargs
+        self.device = _runtime.device()
+        # The optimizer options last written into the buffers, by state.
+        self._written = {}
         self.lib.spmd_register_state()
         _sharding.claim(traced.model, style, program.mesh)
         self.states = {s.name: s for s in program.states}
@@ -163,7 +170,12 @@ class Executable:
             value = groups[gi][key]
             if index is not None:
                 value = value[index]
-            self.views[name].fill_(float(value))
+            # Only what changed: on the GPU each write is a copy to the
+            # device.
+            value = float(value)
+            if self._written.get(name) != value:
+                self.views[name].fill_(value)
+                self._written[name] = value
 
     def _publish_optimizer_state(self):
         opt = self.traced.optimizer
@@ -187,6 +199,8 @@ class Executable:
         if _OWNER.get(self.traced.model) is not self:
             self._adopt_state()
             _OWNER[self.traced.model] = self
+            # The other program wrote the options into the shared buffers.
+            self._written.clear()
         else:
             self._take_replaced_state()
         self._write_hyperparams()
@@ -196,12 +210,14 @@ class Executable:
             self.views[self.program.rng_state][1] = self.random.take(
                 self.traced.rng_draws)
         args, keep = [], []
-        for info, t in zip(self.traced.inputs, tensors):
+        for i, (info, t) in enumerate(zip(self.traced.inputs, tensors)):
             t = t.detach().contiguous()
             keep.append(t)
-            ptr = t.data_ptr()
+            ptr = self.device.input_address(i, t)
             args += [ptr, ptr, 0, *t.shape, *t.stride()]
+        self.device.before_step()
         self.entry(*args)
+        self.device.after_step()
         if self.traced.optimizer is not None:
             self._publish_optimizer_state()
         return [self.views[n].clone() for n in self.program.outputs]

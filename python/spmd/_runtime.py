@@ -26,10 +26,13 @@ import time
 
 import torch
 
-from . import _cpu, _errors
-from ._toolchain import runtime_library
+from . import _cpu, _device, _errors
+from ._errors import UnsupportedError
+from ._toolchain import build_dir, runtime_library
 
 _lib = None
+# The loaded runtime's _device.Host / _device.Gpu (its `name`: the target).
+_device_target = None
 
 
 # Before anything of ours loads OpenBLAS (the runtime, a program).
@@ -57,11 +60,21 @@ def torch_sgemm() -> int:
 REGION_HOOK = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
 
 
-def runtime():
-    global _lib
+def runtime(hint=None):
+    """The loaded runtime, loading it on the first call: libSpmdRuntime, or
+    libSpmdGpuRuntime for the GPU target (_device.py; `hint`: the device
+    of the model the first step is called with)."""
+    global _lib, _device_target
     if _lib is not None:
         return _lib
-    lib = ctypes.CDLL(str(runtime_library()), mode=ctypes.RTLD_GLOBAL)
+    target = _device.choose(hint)
+    if target == _device.EMULATOR:
+        # The emulator's driver, cuBLAS and NCCL first, by path: the GPU
+        # runtime's libcuda.so.1 (...) then resolve to them by soname.
+        for path in _device.emulator_libraries(build_dir()):
+            ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    lib = ctypes.CDLL(str(runtime_library(target != _device.CPU)),
+                      mode=ctypes.RTLD_GLOBAL)
     lib.spmdIsInitialized.restype = ctypes.c_int32
     lib.spmdWorldRank.restype = ctypes.c_int32
     lib.spmdWorldSize.restype = ctypes.c_int32
@@ -81,12 +94,13 @@ def runtime():
                  lib.spmdAbort):
         void.restype = None
     lib.spmdBackendName.restype = ctypes.c_char_p
-    lib.spmdSetSgemm.argtypes = [ctypes.c_int64]
-    lib.spmdSetSgemm.restype = None
-    lib.spmdHostMemory.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
-    lib.spmdHostMemory.restype = None
-    lib.spmdHostMemoryResetPeak.argtypes = []
-    lib.spmdHostMemoryResetPeak.restype = None
+    if target == _device.CPU:
+        lib.spmdSetSgemm.argtypes = [ctypes.c_int64]
+        lib.spmdSetSgemm.restype = None
+        lib.spmdHostMemory.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
+        lib.spmdHostMemory.restype = None
+        lib.spmdHostMemoryResetPeak.argtypes = []
+        lib.spmdHostMemoryResetPeak.restype = None
     lib.spmdTraceNow.argtypes = []
     lib.spmdTraceNow.restype = ctypes.c_int64
     lib.spmdTraceStart.argtypes = []
@@ -99,15 +113,18 @@ def runtime():
     lib.spmdTraceStop.restype = ctypes.c_int32
     lib.spmdTraceSetRegionHook.argtypes = [REGION_HOOK]
     lib.spmdTraceSetRegionHook.restype = None
-    sgemm = torch_sgemm()
+    sgemm = torch_sgemm() if target == _device.CPU else 0
     if sgemm:
         lib.spmdSetSgemm(sgemm)
     if not lib.spmdIsInitialized():
-        if _launched_without_mpirun():
+        if target == _device.CPU and _launched_without_mpirun():
             _use_torch_store(lib)
         lib.spmdInit()
     atexit.register(lib.spmdFinalize)
     _lib = lib
+    _device_target = (_device.Host(lib) if target == _device.CPU else
+                      _device.Gpu(lib, mirrored=target == _device.EMULATOR))
+    _device_target.name = target
     _report_uncaught_exceptions(lib)
     return lib
 
@@ -202,6 +219,18 @@ def _report_uncaught_exceptions(lib):
     sys.excepthook = hook
 
 
+def device():
+    """The target compiled steps run on in this process (_device.py), the
+    runtime loaded."""
+    runtime()
+    return _device_target
+
+
+def target() -> str:
+    """"cpu", "cuda" or "emulator" (loads the runtime)."""
+    return device().name
+
+
 def rank() -> int:
     return runtime().spmdWorldRank()
 
@@ -215,23 +244,25 @@ def backend() -> str:
     return runtime().spmdBackendName().decode()
 
 
-def _all_reduce_i64(value: int, kind: int) -> int:
+def _all_reduce_i64(values, kind: int):
+    """Every rank's `values` (int64s) reduced element-wise."""
     lib = runtime()
-    buf = ctypes.c_int64(value)
-    out = ctypes.c_int64(0)
-    lib.spmdAllReduce(ctypes.addressof(buf), ctypes.addressof(out), 1,
-                      3, kind, world_size(), 1)  # SPMD_I64
-    return out.value
+    data = torch.tensor(values, dtype=torch.int64)
+    address, back = device().staged(data)
+    lib.spmdAllReduce(address, address, data.numel(), 3, kind,  # SPMD_I64
+                      world_size(), 1)
+    back()
+    return data.tolist()
 
 
 def all_ranks_max(value: int) -> int:
     """The largest of every rank's `value` (a status flag exchange)."""
-    return _all_reduce_i64(value, 2)  # SPMD_MAX
+    return _all_reduce_i64([value], 2)[0]  # SPMD_MAX
 
 
 def all_ranks_min(value: int) -> int:
     """The smallest of every rank's `value`."""
-    return _all_reduce_i64(value, 3)  # SPMD_MIN
+    return _all_reduce_i64([value], 3)[0]  # SPMD_MIN
 
 
 def agree_on_failure(error):
@@ -241,7 +272,10 @@ def agree_on_failure(error):
 
 def all_ranks_agree(value: int) -> bool:
     """Whether every rank passed the same `value`."""
-    return _all_reduce_i64(value, 2) == _all_reduce_i64(value, 3)  # MAX, MIN
+    # One all-reduce: max(v) == v and max(~v) == ~v on every rank iff all
+    # ranks passed v.
+    high, low = _all_reduce_i64([value, ~value], 2)  # SPMD_MAX
+    return high == value and low == ~value
 
 
 def bind(name: str, shape, dtype: torch.dtype, code: int) -> torch.Tensor:
@@ -250,16 +284,14 @@ def bind(name: str, shape, dtype: torch.dtype, code: int) -> torch.Tensor:
     count = math.prod(shape)
     nbytes = count * torch.tensor([], dtype=dtype).element_size()
     address = runtime().spmdStateBind(name.encode(), nbytes, code)
-    if count == 0:
-        return torch.empty(shape, dtype=dtype)
-    raw = (ctypes.c_char * nbytes).from_address(address)
-    return torch.frombuffer(raw, dtype=dtype, count=count).view(shape)
+    return device().state(address, shape, dtype, nbytes)
 
 
 def memory_stats() -> dict:
     """The buffers compiled programs allocate on this rank (their state
     aside): bytes in use now and at most since the last
     reset_peak_memory_stats() (or the start)."""
+    _require_cpu("spmd.memory_stats()")
     live, peak = ctypes.c_int64(), ctypes.c_int64()
     runtime().spmdHostMemory(ctypes.byref(live), ctypes.byref(peak))
     return {"live_bytes": live.value, "peak_bytes": peak.value}
@@ -267,7 +299,18 @@ def memory_stats() -> dict:
 
 def reset_peak_memory_stats():
     """Starts memory_stats()'s peak from the bytes in use now."""
+    _require_cpu("spmd.reset_peak_memory_stats()")
     runtime().spmdHostMemoryResetPeak()
+
+
+def _require_cpu(what):
+    if target() != _device.CPU:
+        raise UnsupportedError(
+            f"{what} counts the CPU runtime's buffers; this process runs "
+            f"compiled steps on the GPU ({target()})",
+            hint="on CUDA, torch.cuda.memory_stats() does not see the "
+            "program's buffers either: read nvidia-smi, or run the step with "
+            "SPMD_DEVICE=cpu")
 
 
 def broadcast_(tensor: torch.Tensor, code: int, root: int = 0):
@@ -275,8 +318,10 @@ def broadcast_(tensor: torch.Tensor, code: int, root: int = 0):
     place."""
     if tensor.numel() == 0:
         return
-    runtime().spmdBroadcast(tensor.data_ptr(), tensor.data_ptr(),
-                            tensor.numel(), code, root, world_size(), 1)
+    address, back = device().staged(tensor)
+    runtime().spmdBroadcast(address, address, tensor.numel(), code, root,
+                            world_size(), 1)
+    back()
 
 
 def all_gather_(out: torch.Tensor, tensor: torch.Tensor, code: int):
@@ -284,6 +329,8 @@ def all_gather_(out: torch.Tensor, tensor: torch.Tensor, code: int):
     concatenated along dimension 0 in rank order into `out`."""
     if out.numel() == 0:
         return
-    runtime().spmdAllGather(tensor.data_ptr(), out.data_ptr(), 1,
-                            tensor.shape[0], tensor[0].numel(), code,
-                            world_size(), 1)
+    source, _ = device().staged(tensor, slot=0)
+    target_address, back = device().staged(out, slot=1)
+    runtime().spmdAllGather(source, target_address, 1, tensor.shape[0],
+                            tensor[0].numel(), code, world_size(), 1)
+    back()

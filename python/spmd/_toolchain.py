@@ -81,8 +81,17 @@ def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024,
     return text + f", spmd-distribute, func.func({local}))"
 
 
-def runtime_library() -> Path:
-    return build_dir() / "lib" / "libSpmdRuntime.so"
+def runtime_library(gpu: bool = False) -> Path:
+    """libSpmdRuntime, or libSpmdGpuRuntime (`gpu`: built only where CUDA
+    and NCCL headers were found)."""
+    if not gpu:
+        return build_dir() / "lib" / "libSpmdRuntime.so"
+    path = build_dir() / "lib" / "libSpmdGpuRuntime.so"
+    if not path.exists():
+        raise CompileError(
+            f"{path} was not built: the GPU target needs CUDA and NCCL "
+            "headers at configure time (see README, GPU path)")
+    return path
 
 
 def cache_dir() -> Path:
@@ -126,14 +135,33 @@ LLC_ARGS = ["-O3", "-mcpu=native", "--relocation-model=pic"]
 LINK_LIBS = ["-lmvec", "-lm", "-Wl,-Bsymbolic"]
 
 
-def library_path(text: str, passes: str) -> Path:
-    """Where the library compiled from `text` with `passes` is cached."""
+# What each target's program is lowered with, linked against, and named.
+LOWERING = {"cpu": ("spmd-opt", ["--spmd-lower-to-cpu"]),
+            "cuda": ("spmd-gpu-opt", ["--spmd-lower-to-nvvm"]),
+            "emulator": ("spmd-gpu-opt", ["--spmd-lower-to-emulator"])}
+
+
+def _lowering(target: str):
+    tool, args = LOWERING[target]
+    if target == "cuda":
+        args = [f"{args[0]}=cuda-toolkit={cuda_root()}"]
+    return tool, args
+
+
+def cuda_root() -> Path:
+    return Path(_cmake_cache(build_dir(), "SPMD_CUDA_ROOT"))
+
+
+def library_path(text: str, passes: str, target: str = "cpu") -> Path:
+    """Where the library compiled from `text` with `passes` for `target`
+    ("cpu", "cuda" or "emulator") is cached."""
     key = hashlib.sha256()
     key.update(text.encode())
     key.update(passes.encode())
-    key.update(repr((OPT_ARGS, LLC_ARGS, LINK_LIBS)).encode())
-    for tool in ("spmd-opt", "../lib/libSpmdRuntime.so"):
-        key.update(str((build_dir() / "bin" / tool).stat().st_mtime_ns).encode())
+    key.update(repr((OPT_ARGS, LLC_ARGS, LINK_LIBS, target)).encode())
+    tool = _lowering(target)[0]
+    for path in (f"bin/{tool}", runtime_library(target != "cpu")):
+        key.update(str((build_dir() / path).stat().st_mtime_ns).encode())
     return cache_dir() / f"step-{key.hexdigest()[:24]}.so"
 
 
@@ -147,14 +175,16 @@ def distribute(text: str, passes: str, work: Path) -> Path:
     return work / "local.mlir"
 
 
-def compile_module(text: str, passes: str, keep: bool = False) -> Path:
+def compile_module(text: str, passes: str, keep: bool = False,
+                   target: str = "cpu") -> Path:
     """Compiles a global spmd module to a shared library and returns its
-    path. `passes` is the spmd-opt pipeline up to the local program. The
-    result is cached by the hash of the input and the toolchain, so every
-    rank (and every later run) of the same program shares one build."""
+    path. `passes` is the spmd-opt pipeline up to the local program;
+    `target` "cpu", "cuda" or "emulator" (the GPU path's kernels compiled
+    for the host, run against build/lib/gpu-emulator). The result is cached
+    by the hash of the input, the target and the toolchain, so every rank
+    (and every later run) of the same program shares one build."""
     build = build_dir()
-    spmd_opt = build / "bin" / "spmd-opt"
-    library = library_path(text, passes)
+    library = library_path(text, passes, target)
     # SPMD_DUMP=DIR keeps every stage of every program in DIR/<program>
     # (built again, cached or not, until that directory has them).
     dump = os.environ.get("SPMD_DUMP")
@@ -171,8 +201,9 @@ def compile_module(text: str, passes: str, keep: bool = False) -> Path:
     _progress.note(f"work directory {work}"
                    + ("" if keep else " (removed after the build)"))
     distribute(text, passes, work)
-    _run([spmd_opt, work / "local.mlir", "--spmd-lower-to-cpu",
-          "-o", work / "llvm.mlir"], "spmd-opt --spmd-lower-to-cpu", work)
+    tool, lowering = _lowering(target)
+    _run([build / "bin" / tool, work / "local.mlir", *lowering,
+          "-o", work / "llvm.mlir"], f"{tool} {lowering[0]}", work)
     _run([LLVM_PREFIX / "bin" / "mlir-translate", "--mlir-to-llvmir",
           work / "llvm.mlir", "-o", work / "step.ll"], "mlir-translate", work)
     _run([LLVM_PREFIX / "bin" / "opt", *OPT_ARGS,
@@ -181,14 +212,21 @@ def compile_module(text: str, passes: str, keep: bool = False) -> Path:
     _run([LLVM_PREFIX / "bin" / "llc", *LLC_ARGS,
           f"-mtriple={_host_triple()}", "-filetype=obj", work / "step.bc",
           "-o", work / "step.o"], "LLVM llc " + LLC_ARGS[0], work)
-    blas = _cmake_cache(build, "SPMD_BLAS_LIBRARY")
     cc = os.environ.get("CC", shutil.which("cc") or "gcc")
-    mlir_lib = LLVM_PREFIX / "lib"
+    if target == "cpu":
+        blas = _cmake_cache(build, "SPMD_BLAS_LIBRARY")
+        mlir_lib = LLVM_PREFIX / "lib"
+        libs = ["-lSpmdRuntime", blas, f"-L{mlir_lib}",
+                "-lmlir_c_runner_utils",
+                f"-Wl,-rpath,{build / 'lib'}:{mlir_lib}:{Path(blas).parent}"]
+    else:
+        # The driver through its stub; at run time the system's
+        # libcuda.so.1 (or the emulator's, loaded first by the bridge).
+        cuda = cuda_root()
+        libs = ["-lSpmdGpuRuntime", f"-L{cuda / 'lib64' / 'stubs'}", "-lcuda",
+                f"-Wl,-rpath,{build / 'lib'}:{cuda / 'lib64'}"]
     _run([cc, "-shared", "-o", work / "step.so", work / "step.o",
-          f"-L{build / 'lib'}", "-lSpmdRuntime", blas,
-          f"-L{mlir_lib}", "-lmlir_c_runner_utils", *LINK_LIBS,
-          f"-Wl,-rpath,{build / 'lib'}:{mlir_lib}:{Path(blas).parent}"],
-         "link", work)
+          f"-L{build / 'lib'}", *libs, *LINK_LIBS], "link", work)
     # Atomic publish: ranks compiling the same program race harmlessly.
     tmp = library.with_suffix(f".{os.getpid()}.tmp")
     shutil.copyfile(work / "step.so", tmp)

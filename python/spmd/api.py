@@ -12,7 +12,7 @@ import torch
 from torch.nn.utils._named_member_accessor import NamedMemberAccessor
 from torch.utils import _pytree as pytree
 
-from . import (_import_cache, _profile, _program, _progress, _runtime,
+from . import (_device, _import_cache, _profile, _program, _progress, _runtime,
                _sharding, _toolchain, _trace)
 from ._errors import UnsupportedError
 from ._executable import Executable
@@ -262,13 +262,13 @@ def _model_prefix(model) -> str:
     return _MODEL_PREFIX[model]
 
 
-def _build_where(here: bool, text: str, pipeline: str):
+def _build_where(here: bool, text: str, pipeline: str, target: str):
     """Compiles on the ranks where `here` holds; every rank learns whether
     any of them failed (and raises), so none waits in a later collective."""
     error = None
     if here:
         try:
-            _toolchain.compile_module(text, pipeline)
+            _toolchain.compile_module(text, pipeline, target=target)
         except Exception as err:  # reported once, by the lowest failing rank
             error = err
     _runtime.agree_on_failure(error)
@@ -372,11 +372,12 @@ class CompiledStep:
         # Rank 0 builds; the others wait for its verdict (an error on rank 0
         # must not leave them blocked in the next collective). A rank that
         # does not share rank 0's cache (another node) then builds too.
-        library = _toolchain.library_path(program.text, pipeline)
+        target = _runtime.target()
+        library = _toolchain.library_path(program.text, pipeline, target)
         if library.exists():
             _progress.note(f"cached program {library}")
-        _build_where(_runtime.rank() == 0, program.text, pipeline)
-        _build_where(not library.exists(), program.text, pipeline)
+        _build_where(_runtime.rank() == 0, program.text, pipeline, target)
+        _build_where(not library.exists(), program.text, pipeline, target)
         if traced.rng_draws and self.random is None:
             self.random = _RandomStream()
         with _progress.phase("load"):
@@ -421,6 +422,12 @@ class CompiledStep:
         # different program.
         kwargs.pop("last_train_step", None)
         leaves, _ = pytree.tree_flatten((args, kwargs))
+        # The first step of the process picks the runtime (CPU or GPU) by
+        # its model's device unless SPMD_DEVICE says.
+        model = next((x for x in leaves if isinstance(x, torch.nn.Module)),
+                     None)
+        _runtime.runtime(_device.model_device(model))
+        _device.check_model(_runtime.target(), model)
         key = self._signature(leaves)
         # Every rank must run the same program: a rank with another batch
         # shape would otherwise wait forever in a collective.

@@ -118,6 +118,19 @@ int64_t spmdGpuGraphCaptureEnd(void);
 void spmdGpuGraphLaunch(int64_t graph);
 void spmdGpuGraphDestroy(int64_t graph);
 
+/* For a host (the Python bridge) that keeps its own tensors apart from the
+ * program's device buffers. spmdGpuBuffer: a device buffer of `bytes` bytes
+ * (0 for none), freed by spmdGpuBufferFree. spmdGpuCopy: `bytes` bytes from
+ * `src` to `dst`, either of them host or device memory, done when it
+ * returns. spmdGpuWaitForStream: the next program's device work starts after
+ * the work enqueued on `stream` (a CUstream of this context, e.g. torch's
+ * current stream) so far, without the host waiting. Not inside a program or
+ * a capture. */
+int64_t spmdGpuBuffer(int64_t bytes);
+void spmdGpuBufferFree(int64_t buffer);
+void spmdGpuCopy(int64_t dst, int64_t src, int64_t bytes);
+void spmdGpuWaitForStream(int64_t stream);
+
 /* The user's code the next kernel launch, GEMM or attention call runs
  * ("user.py:LINE|module.py:LINE", NULL for none; spmd-gpu-trace-sources
  * emits it before each): while tracing, the kernel's event is named after

@@ -69,7 +69,7 @@ void spmdFinalize(void);
 int32_t spmdIsInitialized(void);
 int32_t spmdWorldRank(void);
 int32_t spmdWorldSize(void);
-/* "MPI" or "Gloo". */
+/* "MPI" or "Gloo" (libSpmdGpuRuntime: "NCCL"). */
 const char *spmdBackendName(void);
 
 /* The key-value store the Gloo backend meets the other ranks through

@@ -231,6 +231,55 @@ int64_t spmdGpuConstantAddress(int64_t host, int64_t bytes) {
   return static_cast<int64_t>(buffer);
 }
 
+/// Fails when called inside a program or a capture (the host-side calls).
+static void requireOutsidePrograms(const char *call) {
+  if (rt().programDepth > 0 || rt().capturing)
+    spmd::gpu::fail(call, "called inside a compiled step or a capture");
+}
+
+int64_t spmdGpuBuffer(int64_t bytes) {
+  requireOutsidePrograms("spmdGpuBuffer");
+  spmd::gpu::ensureContext();
+  CUdeviceptr buffer = 0;
+  if (bytes > 0)
+    spmd::gpu::checkCu(cuMemAlloc(&buffer, static_cast<size_t>(bytes)),
+                       "cuMemAlloc (spmdGpuBuffer)");
+  return static_cast<int64_t>(buffer);
+}
+
+void spmdGpuBufferFree(int64_t buffer) {
+  requireOutsidePrograms("spmdGpuBufferFree");
+  if (buffer)
+    spmd::gpu::checkCu(cuMemFree(static_cast<CUdeviceptr>(buffer)),
+                       "cuMemFree (spmdGpuBufferFree)");
+}
+
+void spmdGpuCopy(int64_t dst, int64_t src, int64_t bytes) {
+  requireOutsidePrograms("spmdGpuCopy");
+  if (bytes <= 0)
+    return;
+  spmd::gpu::ensureContext();
+  spmd::gpu::checkCu(cuMemcpyAsync(static_cast<CUdeviceptr>(dst),
+                                   static_cast<CUdeviceptr>(src),
+                                   static_cast<size_t>(bytes), nullptr),
+                     "cuMemcpyAsync (spmdGpuCopy)");
+  spmd::gpu::checkCu(cuStreamSynchronize(nullptr),
+                     "cuStreamSynchronize (spmdGpuCopy)");
+}
+
+void spmdGpuWaitForStream(int64_t stream) {
+  requireOutsidePrograms("spmdGpuWaitForStream");
+  ensureProgramStream();
+  Runtime &r = rt();
+  auto *other = reinterpret_cast<CUstream>(stream);
+  if (other == r.programStream)
+    return;
+  spmd::gpu::checkCu(cuEventRecord(r.programEvent, other),
+                     "cuEventRecord (spmdGpuWaitForStream)");
+  spmd::gpu::checkCu(cuStreamWaitEvent(r.programStream, r.programEvent, 0),
+                     "cuStreamWaitEvent (spmdGpuWaitForStream)");
+}
+
 // The registry's functions (StateRegistry.h, as the CPU runtime has them);
 // a state's device buffer is the one spmdGpuStateAddress made.
 

@@ -338,6 +338,8 @@ void spmdFinalize(void) {
 
 int32_t spmdIsInitialized(void) { return rt().initialized ? 1 : 0; }
 
+const char *spmdBackendName(void) { return "NCCL"; }
+
 int32_t spmdWorldRank(void) {
   spmdInit();
   return rt().rank;

@@ -3,8 +3,10 @@
 // The driver API libSpmdGpuRuntime uses, as libcuda.so.1 (see Emulator.h).
 // Kernels are the host functions spmd-lower-to-nvvm{emulate=1} compiles:
 // a module "image" is the text `spmd-emulated-kernels:<module>`, a kernel
-// `__spmd_emu_<module>__<kernel>` looked up in the process (link the program
-// with -rdynamic). What a GPU would reject is rejected with a message: block
+// `__spmd_emu_<module>__<kernel>` looked up first in the shared library that
+// holds the image (a program spmd.compile loaded with RTLD_LOCAL; two such
+// programs may name their kernels alike), then in the process (link an
+// executable with -rdynamic). What a GPU would reject is rejected with a message: block
 // and grid sizes beyond the hardware's limits, kernels given pointers outside
 // device memory, cuBLAS/NCCL buffers outside device memory, real cubins.
 //
@@ -37,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct CUgraph_st;
@@ -99,6 +102,9 @@ struct CUevent_st {
 
 struct CUmod_st {
   std::string name;
+  /// The shared library the image lies in (dlopen handle), or null: the
+  /// image is in the executable.
+  void *library = nullptr;
 };
 
 struct CUfunc_st {
@@ -127,7 +133,8 @@ struct Driver {
   std::vector<CUstream> streams; // in creation order (never destroyed)
   // Device allocations (and managed / registered host memory): base -> bytes.
   std::map<uintptr_t, size_t> device;
-  std::map<std::string, CUfunction> functions;
+  // By library handle (null: the process) and symbol.
+  std::map<std::pair<void *, std::string>, CUfunction> functions;
   CUctx_st context;
   bool initialized = false;
   /// Streams captures were begun on and not yet ended.
@@ -913,7 +920,18 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
                  "--spmd-lower-to-nvvm=\"emulate=1\"\n");
     return CUDA_ERROR_INVALID_IMAGE;
   }
-  *module = new CUmod_st{std::string(text + sizeof(prefix) - 1)};
+  *module = new CUmod_st{std::string(text + sizeof(prefix) - 1), nullptr};
+  // The library the image is a constant of: its kernels are there, even
+  // when it was loaded with RTLD_LOCAL (dlsym(RTLD_DEFAULT) misses them).
+  Dl_info info;
+  if (dladdr(image, &info) && info.dli_fname && *info.dli_fname) {
+    void *self = dlopen(nullptr, RTLD_NOW);
+    void *lib = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (lib && lib != self)
+      (*module)->library = lib;
+    else if (lib)
+      dlclose(lib);
+  }
   return CUDA_SUCCESS;
 }
 
@@ -923,6 +941,8 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int,
 }
 
 CUresult cuModuleUnload(CUmodule module) {
+  if (module->library)
+    dlclose(module->library);
   delete module;
   return CUDA_SUCCESS;
 }
@@ -930,13 +950,15 @@ CUresult cuModuleUnload(CUmodule module) {
 CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
                              const char *name) {
   std::string symbol = "__spmd_emu_" + module->name + "__" + name;
-  auto it = drv().functions.find(symbol);
+  auto key = std::make_pair(module->library, symbol);
+  auto it = drv().functions.find(key);
   if (it != drv().functions.end()) {
     *function = it->second;
     return CUDA_SUCCESS;
   }
-  void *entry = dlsym(RTLD_DEFAULT, symbol.c_str());
-  void *params = dlsym(RTLD_DEFAULT, (symbol + "_params").c_str());
+  void *scope = module->library ? module->library : RTLD_DEFAULT;
+  void *entry = dlsym(scope, symbol.c_str());
+  void *params = dlsym(scope, (symbol + "_params").c_str());
   if (!entry || !params) {
     std::fprintf(stderr,
                  "spmd gpu emulator: kernel %s not found in the process "
@@ -948,7 +970,7 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
   f->name = symbol;
   f->entry = reinterpret_cast<decltype(f->entry)>(entry);
   f->params = static_cast<const int64_t *>(params);
-  drv().functions[symbol] = f;
+  drv().functions[key] = f;
   *function = f;
   return CUDA_SUCCESS;
 }
