@@ -74,6 +74,17 @@ def check_model(target: str, model):
             "the model's parameters are on the CPU",
             hint="move the model to the GPU (model.cuda()) before the first "
             "step, or run with SPMD_DEVICE=cpu")
+    if target == CUDA:
+        index = runtime_device_index()
+        where = {t.device.index for t in
+                 list(model.parameters()) + list(model.buffers())}
+        if where != {index}:
+            raise UnsupportedError(
+                "spmd.compile: this rank's program runs on cuda:"
+                f"{index} (its local rank modulo the GPUs), the model is on "
+                + ", ".join(f"cuda:{i}" for i in sorted(where)),
+                hint=f"torch.cuda.set_device({index}) and model.cuda() "
+                "before the first step (one GPU per rank)")
     if target in (CPU, EMULATOR) and have == "gpu":
         why = ("SPMD_DEVICE=cpu" if requested() == "cpu" else
                "an spmd call before the first step (spmd.rank(), "
@@ -83,6 +94,29 @@ def check_model(target: str, model):
             f"runs compiled steps on the CPU ({why})",
             hint="set SPMD_DEVICE=gpu before the first spmd call (one "
             "process runs every compiled step on one target)")
+
+
+def runtime_device_index() -> int:
+    """The GPU libSpmdGpuRuntime runs this rank on (NcclBootstrap.cpp's
+    rule: the local rank modulo the devices)."""
+    env = os.environ
+    local = env.get("LOCAL_RANK") or env.get("OMPI_COMM_WORLD_LOCAL_RANK") \
+        or env.get("RANK") or "0"
+    return int(local) % max(torch.cuda.device_count(), 1)
+
+
+def check_launcher(target: str):
+    """Raises for a launch the GPU runtime cannot start in."""
+    env = os.environ
+    if target != CPU and "TORCHELASTIC_RUN_ID" in env and \
+            "OMPI_COMM_WORLD_SIZE" not in env and \
+            int(env.get("WORLD_SIZE", "1")) > 1:
+        raise UnsupportedError(
+            "spmd: the GPU target is not supported under torchrun yet: "
+            "libSpmdGpuRuntime exchanges the NCCL id over MASTER_PORT, "
+            "which torchrun's own store holds",
+            hint="launch with mpirun -np N (one GPU per rank), or run the "
+            "step on the CPU path (SPMD_DEVICE=cpu)")
 
 
 def emulator_libraries(build):

@@ -68,6 +68,7 @@ def runtime(hint=None):
     if _lib is not None:
         return _lib
     target = _device.choose(hint)
+    _device.check_launcher(target)
     if target == _device.EMULATOR:
         # The emulator's driver, cuBLAS and NCCL first, by path: the GPU
         # runtime's libcuda.so.1 (...) then resolve to them by soname.

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""What a user of the GPU target sees around a step (run on the GPU
+emulator when torch has no CUDA device): the target the process chose, a
+step of torch.nn layers matching eager, the errors for a target that does
+not exist and for the CPU runtime's memory counters.
+
+    SPMD_DEVICE=gpu gpu_target_check.py target      (prints the target)
+    SPMD_DEVICE=tpu gpu_target_check.py target      (an error, exit 1)
+    SPMD_DEVICE=gpu gpu_target_check.py memory      (an error, exit 1)
+"""
+
+import sys
+
+import torch
+import torch.nn as nn
+
+import spmd
+
+
+def step_fn(model, opt, x, y):
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+def main():
+    what = sys.argv[1]
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.LayerNorm(16), nn.GELU(),
+                          nn.Linear(16, 3))
+    ref = nn.Sequential(nn.Linear(8, 16), nn.LayerNorm(16), nn.GELU(),
+                        nn.Linear(16, 3))
+    ref.load_state_dict(model.state_dict())
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=1e-2)
+    step = spmd.compile()(step_fn)
+    x, y = torch.randn(4, 8), torch.tensor([0, 2, 1, 2])
+    loss = step(model, opt, x, y)
+    ref_loss = step_fn(ref, ref_opt, x, y)
+    if what == "target":
+        from spmd import _runtime
+        worst = max((a - b).abs().max().item() for a, b in
+                    zip(model.state_dict().values(),
+                        ref.state_dict().values()))
+        worst = max(worst, (loss - ref_loss).abs().item())
+        print(f"target {_runtime.target()} backend {_runtime.backend()}: "
+              f"loss {loss.item():.6f} eager {ref_loss.item():.6f}, "
+              f"max deviation {worst:.1e}: "
+              + ("OK" if worst < 1e-5 else "MISMATCH"))
+    elif what == "memory":
+        spmd.memory_stats()
+
+
+if __name__ == "__main__":
+    main()
