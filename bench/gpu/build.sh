@@ -145,7 +145,14 @@ done
 # shellcheck disable=SC2086
 cpu gpt_cpu "$out/gpt_local.mlir" "$inputs/bridge_step_main.cpp" gpt_ref.txt \
   $gpt_flags
+# The bridge's device layer, for python_views.py (torch only, no spmd
+# package: that needs the toolchain).
+mkdir -p "$out/spmd_device"
+: > "$out/spmd_device/__init__.py"
+cp "$SPMD_ROOT/python/spmd/_device.py" "$SPMD_ROOT/python/spmd/_errors.py" \
+  "$out/spmd_device/"
 cp "$here/check.sh" "$here/torch_eager.py" "$here/torch_gpt.py" \
+  "$here/python_views.py" \
   "$SPMD_ROOT/bench/gpt.py" \
   "$SPMD_ROOT/test/Integration/Collectives/check_collectives.py" \
   "$SPMD_ROOT/python/spmd/timeline.py" "$out/"

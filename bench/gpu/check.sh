@@ -10,8 +10,8 @@
 # (and one under torch.autocast bfloat16) vs the CPU path, the same as CUDA
 # graphs (SPMD_CUDA_GRAPH=1), bench/gpt.py's small GPT checked then timed
 # (also as a CUDA graph) next to PyTorch eager and torch.compile on the same
-# GPU, and a short
-# table last. A folder built with `build.sh --emulate` runs the same against
+# GPU, spmd.compile's device layer (state buffers as CUDA tensors,
+# python_views.py), and a short table last. A folder built with `build.sh --emulate` runs the same against
 # the GPU emulator (no GPU; PyTorch's row is skipped).
 #
 #   bash bench/gpu/out/check.sh          (or from the repository root:
@@ -89,6 +89,14 @@ else
   echo "emulated: no GPU for PyTorch" > "$out/torch_gpt.txt"
   torch_gpt_rc=0
 fi
+echo "== spmd.compile's GPU target: state buffers as CUDA tensors (python/spmd/_device.py)"
+if [ -z "$emulated" ]; then
+  timeout 120 "$python" "$out/python_views.py" "$out" 2>&1 | tee "$out/views.txt"
+  views_rc=${PIPESTATUS[0]}
+else
+  echo "python views: n/a (emulated)" | tee "$out/views.txt"
+  views_rc=0
+fi
 echo "== a step trace of the transformer program (SPMD_TRACE; kernels, GEMMs, collectives on their streams)"
 rm -rf "$out/trace-transformer"
 SPMD_TRACE="$out/trace-transformer" timeout 60 "$out/transformer_gpu" \
@@ -158,9 +166,12 @@ else
   trace_cell="FAILED (run rc $trace_rc, draw rc $trace_draw_rc)"
 fi
 echo "| step trace, transformer program (3 steps) | $trace_cell |"
+views=$(sed -n 's/^python views: //p' "$out/views.txt")
+echo "| spmd.compile GPU target: state as CUDA tensors | ${views:-FAILED} (rc $views_rc) |"
 [ "$check" = OK ] && [ "$train" = OK ] && [ "$torch_rc" = 0 ] &&
   [ "$coll_cell" = "12 of 12 ok" ] && [ "$models_ok" = 5 ] &&
   [ "$graphs_ok" = 5 ] && [ "${gpt_check##* }" = OK ] &&
   [ "$gpt_graph_check" = OK ] && [ "$torch_gpt_rc" = 0 ] &&
   [ "$attention_ok" = 8 ] && [ "$attention_rc" = 0 ] &&
-  [ "$trace_rc" = 0 ] && [ "$trace_draw_rc" = 0 ] && [ -n "$trace_line" ]
+  [ "$trace_rc" = 0 ] && [ "$trace_draw_rc" = 0 ] && [ -n "$trace_line" ] &&
+  [ "$views_rc" = 0 ] && [ -n "$views" ]

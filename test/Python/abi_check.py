@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The runtime ABI is written in three places: the C header
-(include/Spmd/Runtime/SpmdRuntime.h), the calls convert-spmd-to-runtime
+"""The runtime ABI is written in three places: the C headers
+(include/Spmd/Runtime/SpmdRuntime.h, SpmdGpuRuntime.h), the calls convert-spmd-to-runtime
 emits, and the ctypes declarations of the Python bridge (and its dtype
 codes). This checks that they agree, so that a change to one that the others
 miss fails a test instead of corrupting arguments at run time.
@@ -99,6 +99,10 @@ def python_functions():
     _runtime._lib = None
     try:
         _runtime.runtime()
+        # The GPU target's own calls (SpmdGpuRuntime.h), declared when it
+        # loads libSpmdGpuRuntime.
+        from spmd import _device
+        _device.Gpu(recorder, mirrored=True)
     finally:
         (_runtime.ctypes.CDLL, _runtime.atexit.register,
          _runtime._report_uncaught_exceptions, _runtime._lib) = saved

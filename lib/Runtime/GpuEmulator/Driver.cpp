@@ -6,9 +6,10 @@
 // `__spmd_emu_<module>__<kernel>` looked up first in the shared library that
 // holds the image (a program spmd.compile loaded with RTLD_LOCAL; two such
 // programs may name their kernels alike), then in the process (link an
-// executable with -rdynamic). What a GPU would reject is rejected with a message: block
-// and grid sizes beyond the hardware's limits, kernels given pointers outside
-// device memory, cuBLAS/NCCL buffers outside device memory, real cubins.
+// executable with -rdynamic). What a GPU would reject is rejected with a
+// message: block and grid sizes beyond the hardware's limits, kernels given
+// pointers outside device memory, cuBLAS/NCCL buffers outside device memory,
+// real cubins.
 //
 // Device memory lives in one reserved address range that is inaccessible
 // except while the emulated device works (a kernel, a copy, a collective):
