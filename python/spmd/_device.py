@@ -105,20 +105,6 @@ def runtime_device_index() -> int:
     return int(local) % max(torch.cuda.device_count(), 1)
 
 
-def check_launcher(target: str):
-    """Raises for a launch the GPU runtime cannot start in."""
-    env = os.environ
-    if target != CPU and "TORCHELASTIC_RUN_ID" in env and \
-            "OMPI_COMM_WORLD_SIZE" not in env and \
-            int(env.get("WORLD_SIZE", "1")) > 1:
-        raise UnsupportedError(
-            "spmd: the GPU target is not supported under torchrun yet: "
-            "libSpmdGpuRuntime exchanges the NCCL id over MASTER_PORT, "
-            "which torchrun's own store holds",
-            hint="launch with mpirun -np N (one GPU per rank), or run the "
-            "step on the CPU path (SPMD_DEVICE=cpu)")
-
-
 def emulator_libraries(build):
     """The GPU emulator's libraries, in load order (driver first)."""
     folder = build / "lib" / "gpu-emulator"

@@ -68,7 +68,6 @@ def runtime(hint=None):
     if _lib is not None:
         return _lib
     target = _device.choose(hint)
-    _device.check_launcher(target)
     if target == _device.EMULATOR:
         # The emulator's driver, cuBLAS and NCCL first, by path: the GPU
         # runtime's libcuda.so.1 (...) then resolve to them by soname.
@@ -118,7 +117,12 @@ def runtime(hint=None):
     if sgemm:
         lib.spmdSetSgemm(sgemm)
     if not lib.spmdIsInitialized():
-        if target == _device.CPU and _launched_without_mpirun():
+        if _launched_without_mpirun() or (
+                target != _device.CPU and
+                os.environ.get("SPMD_GPU_BOOTSTRAP") == "store"):
+            # Gloo's rendezvous, or the NCCL id's exchange (torchrun's
+            # store holds MASTER_PORT, which the GPU runtime's own TCP
+            # exchange would need).
             _use_torch_store(lib)
         lib.spmdInit()
     atexit.register(lib.spmdFinalize)
@@ -147,14 +151,21 @@ _STORE = []
 
 
 def _use_torch_store(lib):
-    """Registers torch's env:// store as the Gloo backend's rendezvous."""
-    if "MASTER_ADDR" not in os.environ:
+    """Registers torch's env:// store with the runtime: the Gloo backend's
+    rendezvous, the GPU runtime's exchange of the NCCL id. Under mpirun
+    (SPMD_GPU_BOOTSTRAP=store) the rank and size are Open MPI's."""
+    env = os.environ
+    if "MASTER_ADDR" not in env:
         return  # SPMD_BACKEND=gloo with SPMD_GLOO_STORE (a directory)
     import datetime
     from torch.distributed import rendezvous
-    seconds = float(os.environ.get("SPMD_TIMEOUT") or 1800) or 86400
+    seconds = float(env.get("SPMD_TIMEOUT") or 1800) or 86400
     timeout = datetime.timedelta(seconds=seconds)
-    store, _, _ = next(rendezvous("env://", timeout=timeout))
+    url = "env://"
+    if "RANK" not in env and "OMPI_COMM_WORLD_RANK" in env:
+        url += (f"?rank={env['OMPI_COMM_WORLD_RANK']}"
+                f"&world_size={env['OMPI_COMM_WORLD_SIZE']}")
+    store, _, _ = next(rendezvous(url, timeout=timeout))
 
     def guarded(fn):
         def call(*args):

@@ -9,11 +9,13 @@
 // Bootstrap: the rank and job size come from torchrun's environment (RANK,
 // WORLD_SIZE, LOCAL_RANK) or Open MPI's (OMPI_COMM_WORLD_RANK, ...); with
 // neither the job is one rank. Rank 0 makes the NCCL unique id and hands it
-// to the others: under Open MPI's mpirun by MPI_Bcast, with libmpi loaded
-// at run time (dlopen), else over TCP (MASTER_ADDR, MASTER_PORT: default
-// 127.0.0.1:29500). The library links no MPI, so it loads and runs where
-// only CUDA and NCCL exist. SPMD_GPU_BOOTSTRAP=tcp|mpi forces one way;
-// SPMD_GPU_VERBOSE=1 says which was taken.
+// to the others: through the key-value store the host registered with
+// spmdUseStore (the Python bridge under torchrun: torch's TCPStore, which
+// holds MASTER_PORT), else under Open MPI's mpirun by MPI_Bcast, with libmpi
+// loaded at run time (dlopen), else over TCP (MASTER_ADDR, MASTER_PORT:
+// default 127.0.0.1:29500). The library links no MPI, so it loads and runs
+// where only CUDA and NCCL exist. SPMD_GPU_BOOTSTRAP=tcp|mpi forces one way
+// (over a store); SPMD_GPU_VERBOSE=1 says which was taken.
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,11 +145,59 @@ bool broadcastOverMpi(ncclUniqueId &id, int rank) {
   return true;
 }
 
+/// The key-value store spmdUseStore registered (torch's, from the Python
+/// bridge), or none.
+struct Store {
+  SpmdStoreSet set = nullptr;
+  SpmdStoreGet get = nullptr;
+  SpmdStoreWait wait = nullptr;
+};
+Store &store() {
+  static Store s;
+  return s;
+}
+
+/// Rank 0 puts its id in the registered store, the others wait for it and
+/// read it; false without a store. The key carries torchrun's restart
+/// count: a restarted job does not read the last generation's id.
+bool exchangeOverStore(ncclUniqueId &id, int rank) {
+  Store &s = store();
+  const char *mode = std::getenv("SPMD_GPU_BOOTSTRAP");
+  if (!s.set || (mode && (std::strcmp(mode, "tcp") == 0 ||
+                          std::strcmp(mode, "mpi") == 0)))
+    return false;
+  const char *restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  std::string key =
+      std::string("spmd/gpu/nccl-id/") + (restart && *restart ? restart : "0");
+  if (rank == 0) {
+    checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    if (s.set(key.c_str(), &id, sizeof(id)) != 0)
+      spmd::gpu::fail("bootstrap", "the store did not take the NCCL id");
+    return true;
+  }
+  int64_t timeoutMs = int64_t(envInt("SPMD_RENDEZVOUS_TIMEOUT", 120)) * 1000;
+  int64_t bytes = 0;
+  if (s.wait(key.c_str(), timeoutMs) != 0 ||
+      s.get(key.c_str(), &id, sizeof(id), &bytes) != 0 ||
+      bytes != static_cast<int64_t>(sizeof(id)))
+    spmd::gpu::fail("bootstrap", "no NCCL id from rank 0 in the store "
+                                 "within SPMD_RENDEZVOUS_TIMEOUT seconds");
+  return true;
+}
+
 ncclUniqueId exchangeUniqueId(int rank, int size) {
   ncclUniqueId id;
   bool verbose = envInt("SPMD_GPU_VERBOSE", 0) != 0;
   if (size == 1) {
     checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    return id;
+  }
+  if (exchangeOverStore(id, rank)) {
+    if (verbose)
+      std::fprintf(stderr,
+                   "spmd gpu runtime (rank %d): NCCL id over the "
+                   "store\n",
+                   rank);
     return id;
   }
   if (broadcastOverMpi(id, rank)) {
@@ -334,6 +384,12 @@ void spmdFinalize(void) {
   r.world = nullptr;
   r.blas = nullptr;
   r.initialized = false;
+}
+
+void spmdUseStore(SpmdStoreSet set, SpmdStoreGet get, SpmdStoreWait wait) {
+  if (rt().initialized)
+    spmd::gpu::fail("spmdUseStore", "called after spmdInit");
+  store() = Store{set, get, wait};
 }
 
 int32_t spmdIsInitialized(void) { return rt().initialized ? 1 : 0; }

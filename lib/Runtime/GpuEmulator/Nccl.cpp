@@ -18,8 +18,10 @@
 
 #include <mpi.h>
 #include <nccl.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -240,12 +242,17 @@ const char *ncclGetErrorString(ncclResult_t result) {
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  // Unique per call, as NCCL's (a host and port): an id that did not reach
+  // a rank intact (a broken exchange) is caught by ncclCommInitRank.
+  static unsigned calls = 0;
   std::memset(id, 0, sizeof(*id));
-  std::strcpy(id->internal, "spmd-emulated-nccl");
+  std::snprintf(id->internal, sizeof(id->internal),
+                "spmd-emulated-nccl pid %ld call %u",
+                static_cast<long>(getpid()), ++calls);
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId,
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
                               int rank) {
   ensureMpi();
   int mpiRank = 0, mpiSize = 0;
@@ -256,6 +263,14 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId,
                     std::to_string(nranks) + ", but MPI has rank " +
                     std::to_string(mpiRank) + " of " + std::to_string(mpiSize) +
                     " (the emulated NCCL runs on MPI: launch with mpirun)");
+  // Every rank must have been given rank 0's id.
+  ncclUniqueId first = id;
+  MPI_Bcast(&first, sizeof(first), MPI_BYTE, 0, MPI_COMM_WORLD);
+  if (std::strncmp(id.internal, "spmd-emulated-nccl", 18) != 0 ||
+      std::memcmp(&first, &id, sizeof(id)) != 0)
+    spmd::emu::fail("ncclCommInitRank: rank " + std::to_string(rank) +
+                    " was given another id than rank 0 (the bootstrap did "
+                    "not hand rank 0's id over)");
   auto *c = new ncclComm;
   MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
   c->rank = rank;
