@@ -472,6 +472,11 @@ def compile(module_override: Optional[List[Override]] = None,
     gm_transformation: a function applied to the traced FX GraphModule is
         not supported (the graph is compiled by MLIR passes instead): pass
         `passes` or an Override.transform.
+
+    A model on a CUDA device (or SPMD_DEVICE=gpu) compiles for the GPU path:
+    its tensors become CUDA tensors over the program's device buffers (CPU
+    mirrors in the GPU emulator, where torch has no CUDA device); see
+    _device.py.
     """
     if gm_transformation is not None:
         raise UnsupportedError(
