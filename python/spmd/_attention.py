@@ -51,8 +51,8 @@ def attention_math(query, key, value, attn_mask=None, dropout_p=0.0,
         value = value.repeat_interleave(repeat, dim=-3)
     scores = torch.matmul(query, key.transpose(-2, -1)) * factor
     if is_causal:
-        rows = torch.arange(L).unsqueeze(1)
-        cols = torch.arange(S).unsqueeze(0)
+        rows = torch.arange(L, device=query.device).unsqueeze(1)
+        cols = torch.arange(S, device=query.device).unsqueeze(0)
         scores = scores.masked_fill(cols > rows, float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:
@@ -80,7 +80,8 @@ def _scores(q, k, mask, scale, causal):
     s = torch.matmul(q, k.transpose(-2, -1)) * scale
     if causal:
         L, S = q.size(-2), k.size(-2)
-        s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1),
+        s = s.masked_fill(torch.ones(L, S, dtype=torch.bool,
+                                     device=q.device).triu(1),
                           float("-inf"))
     if mask is not None:
         s = s + mask
@@ -198,7 +199,8 @@ def attention_fused(query, key, value, attn_mask=None, dropout_p=0.0,
     if attn_mask is not None:
         mask = attn_mask
         if mask.dtype == torch.bool:
-            mask = torch.zeros(mask.shape, dtype=query.dtype).masked_fill(
+            mask = torch.zeros(mask.shape, dtype=query.dtype,
+                               device=query.device).masked_fill(
                 mask.logical_not(), float("-inf"))
         mask = mask.to(query.dtype)
         if query.dim() > 4 or mask.dim() > query.dim():

@@ -373,9 +373,11 @@ def _avg_pool2d_backward(grad_output, self, kernel_size, stride, padding,
                              dtype=grad_output.dtype)
     else:
         rows = torch.tensor(counts(Ho, H, kernel[0], stride[0], padding[0]),
-                            dtype=grad_output.dtype).reshape(Ho, 1)
+                            dtype=grad_output.dtype,
+                            device=grad_output.device).reshape(Ho, 1)
         cols = torch.tensor(counts(Wo, W, kernel[1], stride[1], padding[1]),
-                            dtype=grad_output.dtype).reshape(1, Wo)
+                            dtype=grad_output.dtype,
+                            device=grad_output.device).reshape(1, Wo)
         divisor = rows * cols
     share = grad_output / divisor
     return _sum_window_offsets(lambda i, j: share, (Ho, Wo), (H, W), kernel,

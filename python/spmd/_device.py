@@ -68,6 +68,13 @@ def check_model(target: str, model):
     have = model_device(model)
     if have is None:
         return
+    devices = {t.device for t in
+               list(model.parameters()) + list(model.buffers())}
+    if len(devices) > 1:
+        raise UnsupportedError(
+            "spmd.compile: the model's parameters and buffers are on "
+            + ", ".join(sorted(str(d) for d in devices)),
+            hint="move the whole model to one device (model.to(device))")
     if target == CUDA and have != "gpu":
         raise UnsupportedError(
             "spmd.compile: this process runs compiled steps on the GPU, but "
@@ -94,6 +101,18 @@ def check_model(target: str, model):
             f"runs compiled steps on the CPU ({why})",
             hint="set SPMD_DEVICE=gpu before the first spmd call (one "
             "process runs every compiled step on one target)")
+
+
+def check_inputs(target: str, tensors):
+    """Raises for a CUDA input to a step that runs on the CPU (CPU inputs
+    are copied to the GPU target's device buffers)."""
+    for i, t in enumerate(tensors):
+        if t.device.type == "cuda" and target != CUDA:
+            raise UnsupportedError(
+                f"spmd.compile: input {i} is on {t.device}, but this process "
+                f"runs compiled steps on the CPU ({target})",
+                hint="pass CPU tensors (x.cpu()), or run the step on the GPU "
+                "(the model on CUDA, or SPMD_DEVICE=gpu from the start)")
 
 
 def runtime_device_index() -> int:

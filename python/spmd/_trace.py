@@ -44,6 +44,8 @@ class InputInfo:
     global_shape: tuple
     dtype: torch.dtype
     placement: Placement
+    # Where the caller's tensor is (a CUDA model's inputs are traced there).
+    device: torch.device = torch.device("cpu")
 
 
 @dataclass
@@ -405,7 +407,9 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
 
     params, buffers = _traced_state(model, named_params, named_buffers,
                                     param_names, buffer_names)
-    rng = torch.zeros(2, dtype=torch.int64)
+    # The random stream's state (seed, offset), where the model is.
+    rng = torch.zeros(2, dtype=torch.int64, device=next(
+        (t.device for t in params + buffers), torch.device("cpu")))
     try:
         with torch.enable_grad(), _stack_traces_from_step(), _compiling(), \
                 _without_onednn():
@@ -453,11 +457,12 @@ def _input_infos(leaves, world: int, default: Placement) -> List[InputInfo]:
     for i, leaf in enumerate(leaves):
         if not isinstance(leaf, torch.Tensor):
             continue
-        if leaf.device.type != "cpu":
+        if leaf.device.type not in ("cpu", "cuda"):
             raise UnsupportedError(
                 f"spmd.compile: input {len(inputs)} is on {leaf.device}; "
-                "compiled steps run on the CPU",
-                hint="pass CPU tensors (x.cpu())")
+                "compiled steps run on the CPU or a CUDA GPU",
+                hint="pass CPU tensors (x.cpu()), or CUDA tensors to a step "
+                "of a model on the GPU")
         placement = getattr(leaf, "_spmd_placement", default)
         shape = tuple(leaf.shape)
         if leaf.dtype not in SUPPORTED_DTYPES:
@@ -479,17 +484,20 @@ def _input_infos(leaves, world: int, default: Placement) -> List[InputInfo]:
             glob = tuple(glob)
         else:
             glob = shape
-        inputs.append(InputInfo(i, shape, glob, leaf.dtype, placement))
+        inputs.append(InputInfo(i, shape, glob, leaf.dtype, placement,
+                                leaf.device))
     return inputs
 
 
 def _check_state(named_params, named_buffers):
-    """Parameters and buffers are CPU tensors of a supported dtype."""
+    """Parameters and buffers are CPU or CUDA tensors (all on one device,
+    _device.check_model) of a supported dtype."""
     for name, t in list(named_params.items()) + list(named_buffers.items()):
-        if t.device.type != "cpu":
+        if t.device.type not in ("cpu", "cuda"):
             raise UnsupportedError(
                 f"spmd.compile: {name} is on {t.device}; compiled steps run "
-                "on the CPU", hint="move the model to the CPU (model.cpu())")
+                "on the CPU or a CUDA GPU",
+                hint="move the model to the CPU (model.cpu()) or the GPU")
         if t.dtype not in SUPPORTED_DTYPES:
             raise UnsupportedError(
                 f"spmd.compile: {name} has dtype {t.dtype}; supported: "
@@ -521,8 +529,10 @@ def _captured_grads(optimizer, capture, name_of):
 def _fake_input(info: InputInfo) -> torch.Tensor:
     """A tensor of the input's global shape (only shapes matter to make_fx)."""
     if info.dtype.is_floating_point:
-        return torch.empty(info.global_shape, dtype=info.dtype)
-    return torch.zeros(info.global_shape, dtype=info.dtype)
+        return torch.empty(info.global_shape, dtype=info.dtype,
+                           device=info.device)
+    return torch.zeros(info.global_shape, dtype=info.dtype,
+                       device=info.device)
 
 
 def _traced_state(model, named_params, named_buffers, param_names,
@@ -532,7 +542,8 @@ def _traced_state(model, named_params, named_buffers, param_names,
     global shapes."""
     shapes = {n: shape for n, (shape, _) in
               _sharding.sharded_params(model).items()}
-    params = [(torch.empty(shapes[n], dtype=named_params[n].dtype)
+    params = [(torch.empty(shapes[n], dtype=named_params[n].dtype,
+                           device=named_params[n].device)
                if n in shapes else named_params[n].detach().clone())
               .requires_grad_(named_params[n].requires_grad)
               for n in param_names]

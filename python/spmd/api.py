@@ -428,6 +428,8 @@ class CompiledStep:
                      None)
         _runtime.runtime(_device.model_device(model))
         _device.check_model(_runtime.target(), model)
+        _device.check_inputs(_runtime.target(), [
+            x for x in leaves if isinstance(x, torch.Tensor)])
         key = self._signature(leaves)
         # Every rank must run the same program: a rank with another batch
         # shape would otherwise wait forever in a collective.
