@@ -243,3 +243,76 @@ func.func @chain_before_reshape(%x: tensor<128xi64>) -> (tensor<8x16xi64>, tenso
   %v = tensor.expand_shape %last [[0, 1]] output_shape [8, 16] : tensor<128xi64> into tensor<8x16xi64>
   return %v, %first : tensor<8x16xi64>, tensor<128xi64>
 }
+
+// -----
+
+// Cross-entropy's mask of the targets that are not ignore_index, read by the
+// count of the mean and by the sum: cheap (one input, one compare), it is
+// cloned for each reader and fused into both; nothing computes it alone.
+// CHECK-LABEL: func.func @cheap_per_user
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<24xi64>)
+// CHECK: arith.cmpi ne
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<24xi64>, tensor<24xf32>)
+// CHECK: arith.cmpi ne
+// CHECK-NOT: linalg.generic
+func.func @cheap_per_user(%t: tensor<24xi64>, %l: tensor<24xf32>) -> (tensor<i64>, tensor<f32>) {
+  %e = tensor.empty() : tensor<24xi1>
+  %ignore = arith.constant -100 : i64
+  %valid = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%t : tensor<24xi64>) outs(%e : tensor<24xi1>) {
+  ^bb0(%in: i64, %out: i1):
+    %r = arith.cmpi ne, %in, %ignore : i64
+    linalg.yield %r : i1
+  } -> tensor<24xi1>
+  %c0 = arith.constant 0 : i64
+  %z = tensor.empty() : tensor<i64>
+  %zc = linalg.fill ins(%c0 : i64) outs(%z : tensor<i64>) -> tensor<i64>
+  %count = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%valid : tensor<24xi1>) outs(%zc : tensor<i64>) {
+  ^bb0(%in: i1, %acc: i64):
+    %x = arith.extui %in : i1 to i64
+    %r = arith.addi %x, %acc : i64
+    linalg.yield %r : i64
+  } -> tensor<i64>
+  %f0 = arith.constant 0.0 : f32
+  %zf = tensor.empty() : tensor<f32>
+  %zs = linalg.fill ins(%f0 : f32) outs(%zf : tensor<f32>) -> tensor<f32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%valid, %l : tensor<24xi1>, tensor<24xf32>) outs(%zs : tensor<f32>) {
+  ^bb0(%v: i1, %x: f32, %acc: f32):
+    %n = arith.negf %x : f32
+    %s = arith.select %v, %n, %f0 : f32
+    %r = arith.addf %s, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %count, %sum : tensor<i64>, tensor<f32>
+}
+
+// -----
+
+// The same mask also returned (a reader that is no generic): kept, and
+// computed once.
+// CHECK-LABEL: func.func @cheap_kept
+// CHECK-COUNT-1: arith.cmpi ne
+// CHECK-NOT: arith.cmpi
+func.func @cheap_kept(%t: tensor<24xi64>) -> (tensor<i64>, tensor<24xi1>) {
+  %e = tensor.empty() : tensor<24xi1>
+  %ignore = arith.constant -100 : i64
+  %valid = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%t : tensor<24xi64>) outs(%e : tensor<24xi1>) {
+  ^bb0(%in: i64, %out: i1):
+    %r = arith.cmpi ne, %in, %ignore : i64
+    linalg.yield %r : i1
+  } -> tensor<24xi1>
+  %c0 = arith.constant 0 : i64
+  %z = tensor.empty() : tensor<i64>
+  %zc = linalg.fill ins(%c0 : i64) outs(%z : tensor<i64>) -> tensor<i64>
+  %count = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%valid : tensor<24xi1>) outs(%zc : tensor<i64>) {
+  ^bb0(%in: i1, %acc: i64):
+    %x = arith.extui %in : i1 to i64
+    %r = arith.addi %x, %acc : i64
+    linalg.yield %r : i64
+  } -> tensor<i64>
+  return %count, %valid : tensor<i64>, tensor<24xi1>
+}

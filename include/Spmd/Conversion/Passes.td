@@ -305,6 +305,14 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     loop nest; on the GPU one kernel with the GELU after it). Other
     reshapes stay where they are.
 
+    A cheap elementwise op (one input read once per element, at most two
+    `arith` ops that do not read its `outs`: cross-entropy's
+    `target != ignore_index`, a negation, a cast) whose every user is a
+    `linalg.generic` reading it once per element is cloned for each user
+    and so fuses into all of them: each loads the input instead of the
+    result (the same traffic), and the value gets no loop nest, GPU kernel
+    or buffer of its own.
+
     First, a `linalg.fill` that is the `outs` of several ops (CSE merges
     the zero fills of every reduction and matmul of one shape) is cloned
     right before each of them, with its own `tensor.empty`: shared,
@@ -314,8 +322,8 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
 
     Numerics are unchanged: every element goes through the same scalar
     operations in the same order; only where the intermediate lives
-    changes. Not fused: producers with several users (fusing would compute
-    them twice), operands the consumer broadcasts (computed again for
+    changes. Not fused: other producers with several users (fusing would
+    compute them twice), operands the consumer broadcasts (computed again for
     every element they are broadcast to), named ops (`linalg.matmul`,
     `linalg.transpose`, `linalg.reduce`, fills), which keep their own
     lowerings.

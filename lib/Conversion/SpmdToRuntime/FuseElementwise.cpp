@@ -3,9 +3,9 @@
 // spmd-fuse-elementwise: on tensors, before bufferization, an elementwise
 // linalg.generic whose only user is another linalg.generic is computed
 // inside that user's loop nest, so the intermediate tensor is never
-// written to memory; a generator (an iota) is recomputed in each user, and
-// an elementwise op read only through an expand_shape is computed in the
-// expanded shape.
+// written to memory; a generator (an iota) and a cheap elementwise op (one
+// input, two arith ops) are recomputed in each user, and an elementwise op
+// read only through an expand_shape is computed in the expanded shape.
 // Shared by the CPU and GPU lowerings.
 //
 //===----------------------------------------------------------------------===//
@@ -95,6 +95,64 @@ bool expandProducer(OpOperand *fused) {
   return isGenerator(producer) || isElementwiseBeforeReshape(producer);
 }
 
+/// An elementwise generic cheap enough to compute again wherever it is
+/// read: one input, read once per element, and at most two arith ops that
+/// do not read the init (a comparison with ignore_index, a negation, a
+/// cast). Its readers then load the input instead of the result, the same
+/// traffic, and the result is never written.
+bool isCheapElementwise(linalg::GenericOp generic) {
+  if (!generic.hasPureTensorSemantics() || generic->getNumResults() != 1 ||
+      generic.getNumDpsInputs() != 1 ||
+      generic.getNumLoops() != generic.getNumParallelLoops() ||
+      !generic.getMatchingIndexingMap(generic.getDpsInputOperand(0))
+           .isPermutation() ||
+      !generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
+           .isPermutation() ||
+      generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)))
+    return false;
+  Block *body = generic.getBody();
+  if (body->getOperations().size() > 3) // two ops and the yield
+    return false;
+  return llvm::all_of(body->without_terminator(), [](Operation &op) {
+    return isa<arith::ArithDialect>(op.getDialect());
+  });
+}
+
+/// A cheap elementwise generic (isCheapElementwise) read by several
+/// generics, each once per element of its own loops, is cloned for each of
+/// them, so that each fuses its own copy: the value the loss reads twice
+/// (which targets are not ignore_index: the count of the mean, and the sum)
+/// is no loop nest, no GPU kernel and no buffer of its own. A producer with
+/// any other reader stays as it is.
+void cheapProducersPerUser(Operation *root) {
+  SmallVector<linalg::GenericOp> producers;
+  root->walk([&](linalg::GenericOp generic) {
+    if (!isCheapElementwise(generic) || generic->getResult(0).hasOneUse())
+      return;
+    bool everyUseFuses =
+        llvm::all_of(generic->getResult(0).getUses(), [](OpOperand &use) {
+          auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
+          return consumer && consumer.isDpsInput(&use) &&
+                 consumer.getMatchingIndexingMap(&use).isPermutation();
+        });
+    if (everyUseFuses)
+      producers.push_back(generic);
+  });
+  for (linalg::GenericOp producer : producers) {
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : producer->getResult(0).getUses())
+      uses.push_back(&use);
+    OpBuilder b(producer);
+    for (OpOperand *use : llvm::drop_begin(uses)) {
+      IRMapping mapping;
+      Value init = producer.getDpsInits()[0];
+      if (auto empty = init.getDefiningOp<tensor::EmptyOp>())
+        mapping.map(init, b.clone(*empty)->getResult(0));
+      use->set(b.clone(*producer, mapping)->getResult(0));
+    }
+  }
+}
+
 /// A fill that is the init of several ops (CSE merges the zero fills of
 /// every reduction and matmul of a shape into one) is cloned for each, with
 /// its own tensor.empty. Shared, bufferization would copy the one filled
@@ -130,6 +188,7 @@ struct SpmdFuseElementwisePass
     : spmd::impl::SpmdFuseElementwisePassBase<SpmdFuseElementwisePass> {
   void runOnOperation() override {
     fillPerUser(getOperation());
+    cheapProducersPerUser(getOperation());
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, worthFusing);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, expandProducer);
