@@ -316,3 +316,33 @@ func.func @cheap_kept(%t: tensor<24xi64>) -> (tensor<i64>, tensor<24xi1>) {
   } -> tensor<i64>
   return %count, %valid : tensor<i64>, tensor<24xi1>
 }
+
+// -----
+
+// LayerNorm's backward scales each row's rstd by 1/N, then reads it broadcast
+// along the row: the division is recomputed for every element it is
+// broadcast to (one arith op on a value loaded anyway) instead of being a
+// loop nest, and a GPU kernel, of its own. A costly op (exp) read through
+// a broadcast stays (@kept).
+// CHECK-LABEL: func.func @cheap_broadcast
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<24xf32>, tensor<24x8xf32>)
+// CHECK: arith.divf
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @cheap_broadcast(%rstd: tensor<24xf32>, %x: tensor<24x8xf32>) -> tensor<24x8xf32> {
+  %n = arith.constant 8.0 : f32
+  %scaled = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%rstd : tensor<24xf32>) outs(%rstd : tensor<24xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.divf %in, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<24xf32>
+  %e = tensor.empty() : tensor<24x8xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%scaled, %x : tensor<24xf32>, tensor<24x8xf32>) outs(%e : tensor<24x8xf32>) {
+  ^bb0(%s: f32, %v: f32, %out: f32):
+    %r = arith.mulf %s, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<24x8xf32>
+  return %y : tensor<24x8xf32>
+}

@@ -307,11 +307,13 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
 
     A cheap elementwise op (one input read once per element, at most two
     `arith` ops that do not read its `outs`: cross-entropy's
-    `target != ignore_index`, a negation, a cast) whose every user is a
-    `linalg.generic` reading it once per element is cloned for each user
-    and so fuses into all of them: each loads the input instead of the
-    result (the same traffic), and the value gets no loop nest, GPU kernel
-    or buffer of its own.
+    `target != ignore_index`, LayerNorm backward's `rstd / N`, a negation,
+    a cast) fuses into its consumers through broadcasts too (a few arith
+    ops again per broadcast element, on a value loaded anyway), and one
+    whose every user is a `linalg.generic` is cloned for each user, so it
+    fuses into all of them: each loads the input instead of the result (the
+    same traffic), and the value gets no loop nest, GPU kernel or buffer of
+    its own.
 
     First, a `linalg.fill` that is the `outs` of several ops (CSE merges
     the zero fills of every reduction and matmul of one shape) is cloned
@@ -324,7 +326,7 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     operations in the same order; only where the intermediate lives
     changes. Not fused: other producers with several users (fusing would
     compute them twice), operands the consumer broadcasts (computed again for
-    every element they are broadcast to), named ops (`linalg.matmul`,
+    every element they are broadcast to) unless cheap, named ops (`linalg.matmul`,
     `linalg.transpose`, `linalg.reduce`, fills), which keep their own
     lowerings.
 

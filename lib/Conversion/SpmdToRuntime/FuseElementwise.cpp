@@ -44,11 +44,34 @@ bool isGenerator(Operation *op) {
   });
 }
 
+/// An elementwise generic cheap enough to compute again wherever it is
+/// read: one input, read once per element, and at most two arith ops that
+/// do not read the init (a comparison with ignore_index, a negation, a
+/// cast). Its readers then load the input instead of the result, the same
+/// traffic, and the result is never written.
+bool isCheapElementwise(linalg::GenericOp generic) {
+  if (!generic.hasPureTensorSemantics() || generic->getNumResults() != 1 ||
+      generic.getNumDpsInputs() != 1 ||
+      generic.getNumLoops() != generic.getNumParallelLoops() ||
+      !generic.getMatchingIndexingMap(generic.getDpsInputOperand(0))
+           .isPermutation() ||
+      !generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
+           .isPermutation() ||
+      generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)))
+    return false;
+  Block *body = generic.getBody();
+  if (body->getOperations().size() > 3) // two ops and the yield
+    return false;
+  return llvm::all_of(body->without_terminator(), [](Operation &op) {
+    return isa<arith::ArithDialect>(op.getDialect());
+  });
+}
+
 /// Fuse when the producer's value has no other user (nothing is computed
 /// twice) and the consumer reads it once per iteration of its own loops
 /// (a permutation: a broadcast operand would be recomputed for every
-/// element it is broadcast to). A generator fuses into every consumer,
-/// broadcast or not.
+/// element it is broadcast to), or through a broadcast when the producer is
+/// cheap. A generator fuses into every consumer, broadcast or not.
 bool worthFusing(OpOperand *fused) {
   Operation *producer = fused->get().getDefiningOp();
   if (!producer)
@@ -58,8 +81,13 @@ bool worthFusing(OpOperand *fused) {
     return false;
   if (isGenerator(producer))
     return true;
-  return producer->hasOneUse() &&
-         consumer.getMatchingIndexingMap(fused).isPermutation();
+  if (!producer->hasOneUse())
+    return false;
+  // A cheap op is recomputed for every element it is broadcast to: a few
+  // arith ops on a value the consumer loads anyway.
+  auto generic = dyn_cast<linalg::GenericOp>(producer);
+  return consumer.getMatchingIndexingMap(fused).isPermutation() ||
+         (generic && isCheapElementwise(generic));
 }
 
 /// An elementwise generic (all loops parallel) whose value is only read
@@ -95,32 +123,8 @@ bool expandProducer(OpOperand *fused) {
   return isGenerator(producer) || isElementwiseBeforeReshape(producer);
 }
 
-/// An elementwise generic cheap enough to compute again wherever it is
-/// read: one input, read once per element, and at most two arith ops that
-/// do not read the init (a comparison with ignore_index, a negation, a
-/// cast). Its readers then load the input instead of the result, the same
-/// traffic, and the result is never written.
-bool isCheapElementwise(linalg::GenericOp generic) {
-  if (!generic.hasPureTensorSemantics() || generic->getNumResults() != 1 ||
-      generic.getNumDpsInputs() != 1 ||
-      generic.getNumLoops() != generic.getNumParallelLoops() ||
-      !generic.getMatchingIndexingMap(generic.getDpsInputOperand(0))
-           .isPermutation() ||
-      !generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
-           .isPermutation() ||
-      generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)))
-    return false;
-  Block *body = generic.getBody();
-  if (body->getOperations().size() > 3) // two ops and the yield
-    return false;
-  return llvm::all_of(body->without_terminator(), [](Operation &op) {
-    return isa<arith::ArithDialect>(op.getDialect());
-  });
-}
-
 /// A cheap elementwise generic (isCheapElementwise) read by several
-/// generics, each once per element of its own loops, is cloned for each of
-/// them, so that each fuses its own copy: the value the loss reads twice
+/// generics is cloned for each of them, so that each fuses its own copy: the value the loss reads twice
 /// (which targets are not ignore_index: the count of the mean, and the sum)
 /// is no loop nest, no GPU kernel and no buffer of its own. A producer with
 /// any other reader stays as it is.
@@ -132,8 +136,7 @@ void cheapProducersPerUser(Operation *root) {
     bool everyUseFuses =
         llvm::all_of(generic->getResult(0).getUses(), [](OpOperand &use) {
           auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
-          return consumer && consumer.isDpsInput(&use) &&
-                 consumer.getMatchingIndexingMap(&use).isPermutation();
+          return consumer && consumer.isDpsInput(&use);
         });
     if (everyUseFuses)
       producers.push_back(generic);
