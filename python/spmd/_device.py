@@ -150,11 +150,13 @@ class _CudaArray:
 
 
 class _Mirror:
+    """A CPU tensor standing for a device buffer; `version`: the tensor's
+    version counter when the two last agreed (a host write bumps it)."""
     __slots__ = ("tensor", "address", "nbytes", "version")
 
     def __init__(self, tensor, address, nbytes):
         self.tensor, self.address, self.nbytes = tensor, address, nbytes
-        self.version = -1  # copied in before the first step
+        self.version = tensor._version
 
 
 class Host:
@@ -214,8 +216,10 @@ class Gpu(Host):
             return raw.view(dtype).view(shape)
         mirror = torch.empty(shape, dtype=dtype)
         self.lib.spmdGpuCopy(mirror.data_ptr(), address, nbytes)
+        # Every program's mirrors, also of a buffer another program of the
+        # same model mirrors too: the Executable's ownership hand-over
+        # copies the model's values into the next owner's views.
         self.mirrors.append(_Mirror(mirror, address, nbytes))
-        self.mirrors[-1].version = mirror._version
         return mirror
 
     def before_step(self):
