@@ -206,6 +206,10 @@ class Gpu(Host):
         lib.spmdGpuCopy.argtypes = [ctypes.c_int64] * 3
         lib.spmdGpuWaitForStream.restype = None
         lib.spmdGpuWaitForStream.argtypes = [ctypes.c_int64]
+        lib.spmdGpuMemory.restype = None
+        lib.spmdGpuMemory.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
+        lib.spmdGpuMemoryResetPeak.restype = None
+        lib.spmdGpuMemoryResetPeak.argtypes = []
 
     def state(self, address, shape, dtype, nbytes):
         if nbytes == 0:

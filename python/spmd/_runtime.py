@@ -27,7 +27,6 @@ import time
 import torch
 
 from . import _cpu, _device, _errors
-from ._errors import UnsupportedError
 from ._toolchain import build_dir, runtime_library
 
 _lib = None
@@ -301,28 +300,25 @@ def bind(name: str, shape, dtype: torch.dtype, code: int) -> torch.Tensor:
 
 def memory_stats() -> dict:
     """The buffers compiled programs allocate on this rank (their state
-    aside): bytes in use now and at most since the last
-    reset_peak_memory_stats() (or the start)."""
-    _require_cpu("spmd.memory_stats()")
+    aside; on the GPU target device memory from the runtime's cache):
+    bytes in use now and at most since the last reset_peak_memory_stats()
+    (or the start)."""
+    lib = runtime()
     live, peak = ctypes.c_int64(), ctypes.c_int64()
-    runtime().spmdHostMemory(ctypes.byref(live), ctypes.byref(peak))
+    if target() == _device.CPU:
+        lib.spmdHostMemory(ctypes.byref(live), ctypes.byref(peak))
+    else:
+        lib.spmdGpuMemory(ctypes.byref(live), ctypes.byref(peak))
     return {"live_bytes": live.value, "peak_bytes": peak.value}
 
 
 def reset_peak_memory_stats():
     """Starts memory_stats()'s peak from the bytes in use now."""
-    _require_cpu("spmd.reset_peak_memory_stats()")
-    runtime().spmdHostMemoryResetPeak()
-
-
-def _require_cpu(what):
-    if target() != _device.CPU:
-        raise UnsupportedError(
-            f"{what} counts the CPU runtime's buffers; this process runs "
-            f"compiled steps on the GPU ({target()})",
-            hint="on CUDA, torch.cuda.memory_stats() does not see the "
-            "program's buffers either: read nvidia-smi, or run the step with "
-            "SPMD_DEVICE=cpu")
+    lib = runtime()
+    if target() == _device.CPU:
+        lib.spmdHostMemoryResetPeak()
+    else:
+        lib.spmdGpuMemoryResetPeak()
 
 
 def broadcast_(tensor: torch.Tensor, code: int, root: int = 0):

@@ -6,7 +6,7 @@ not exist and for the CPU runtime's memory counters.
 
     SPMD_DEVICE=gpu gpu_target_check.py target      (prints the target)
     SPMD_DEVICE=tpu gpu_target_check.py target      (an error, exit 1)
-    SPMD_DEVICE=gpu gpu_target_check.py memory      (an error, exit 1)
+    SPMD_DEVICE=gpu gpu_target_check.py memory      (spmd.memory_stats())
 """
 
 import sys
@@ -50,7 +50,17 @@ def main():
               f"max deviation {worst:.1e}: "
               + ("OK" if worst < 1e-5 else "MISMATCH"))
     elif what == "memory":
-        spmd.memory_stats()
+        # The step's temporaries come from the device cache: in use during
+        # the step (the peak), all back in the cache after it; a reset
+        # starts the peak from what is in use.
+        stats = spmd.memory_stats()
+        spmd.reset_peak_memory_stats()
+        after = spmd.memory_stats()
+        ok = stats["peak_bytes"] > 0 and stats["live_bytes"] == 0 and \
+            after["peak_bytes"] == after["live_bytes"] == 0
+        print(f"device memory: peak {stats['peak_bytes']} B, live "
+              f"{stats['live_bytes']} B; after a reset peak "
+              f"{after['peak_bytes']} B: " + ("OK" if ok else "WRONG"))
 
 
 if __name__ == "__main__":

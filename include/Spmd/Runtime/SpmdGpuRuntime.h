@@ -131,6 +131,13 @@ void spmdGpuBufferFree(int64_t buffer);
 void spmdGpuCopy(int64_t dst, int64_t src, int64_t bytes);
 void spmdGpuWaitForStream(int64_t stream);
 
+/* spmdHostMemory's counterpart: bytes of the device buffers compiled
+ * programs take from the runtime's cache (their temporaries, not their
+ * state) in use now and at most since the last spmdGpuMemoryResetPeak (or
+ * the start). Counted while the cache is on (not with SPMD_GPU_CACHE=0). */
+void spmdGpuMemory(int64_t *live, int64_t *peak);
+void spmdGpuMemoryResetPeak(void);
+
 /* The user's code the next kernel launch, GEMM or attention call runs
  * ("user.py:LINE|module.py:LINE", NULL for none; spmd-gpu-trace-sources
  * emits it before each): while tracing, the kernel's event is named after

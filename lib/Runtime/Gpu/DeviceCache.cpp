@@ -11,6 +11,8 @@
 // stream, SpmdGpuRuntime.h). From another stream, only once the device has
 // passed its free: an event recorded on the freeing stream at the free has
 // completed (a poll, never a host wait). Steady steps allocate nothing.
+// The bytes handed out are counted (spmdGpuMemory), as the CPU runtime's
+// host cache counts its own.
 //
 // While a step is captured as a CUDA graph, every buffer the capture
 // allocates or frees becomes the graph's: its address is baked into the
@@ -21,6 +23,10 @@
 
 #include "GpuCommon.h"
 
+#include "Spmd/Runtime/SpmdGpuRuntime.h"
+
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <unordered_map>
@@ -46,6 +52,8 @@ struct Cache {
   /// touched.
   bool capturing = false;
   std::vector<Block *> captured;
+  /// Bytes handed out and not freed; their most since the last reset.
+  size_t liveBytes = 0, peakBytes = 0;
 };
 
 Cache &cache() {
@@ -61,6 +69,12 @@ Cache &cache() {
 /// Sizes are rounded up to 512 bytes (a step's buffers of nearly equal
 /// sizes share blocks; cuMemAlloc aligns to 256 anyway).
 size_t rounded(size_t bytes) { return (bytes + 511) / 512 * 512; }
+
+/// Counts `b` as handed out.
+void handOut(Cache &c, Block *b) {
+  c.liveBytes += b->bytes;
+  c.peakBytes = std::max(c.peakBytes, c.liveBytes);
+}
 
 /// Records that the capture being recorded uses `b`.
 void touch(Cache &c, Block *b) {
@@ -90,6 +104,7 @@ CUdeviceptr spmd::gpu::cachedAlloc(size_t bytes, CUstream stream) {
     Block *b = it->second;
     c.free.erase(it);
     touch(c, b);
+    handOut(c, b);
     return b->ptr;
   }
   // In a capture only the capturing stream's own blocks are reused: another
@@ -102,6 +117,7 @@ CUdeviceptr spmd::gpu::cachedAlloc(size_t bytes, CUstream stream) {
       continue;
     checkCu(done, "cuEventQuery (cached device buffer)");
     c.free.erase(it);
+    handOut(c, b);
     return b->ptr;
   }
   auto *b = new Block;
@@ -115,6 +131,7 @@ CUdeviceptr spmd::gpu::cachedAlloc(size_t bytes, CUstream stream) {
           "cuEventCreate (cached device buffer)");
   c.all[b->ptr] = b;
   touch(c, b);
+  handOut(c, b);
   return b->ptr;
 }
 
@@ -128,6 +145,7 @@ void spmd::gpu::cachedFree(CUdeviceptr ptr, CUstream stream) {
   Block *b = it->second;
   if (b->graph)
     return; // a captured graph's buffer: it stays with the graph
+  c.liveBytes -= std::min(c.liveBytes, b->bytes);
   checkCu(cuEventRecord(b->freed, stream),
           "cuEventRecord (cached device buffer)");
   b->stream = stream;
@@ -173,3 +191,18 @@ void spmd::gpu::cacheReleaseGraph(const std::vector<CUdeviceptr> &owned) {
     delete b;
   }
 }
+
+extern "C" {
+
+void spmdGpuMemory(int64_t *live, int64_t *peak) {
+  Cache &c = cache();
+  *live = static_cast<int64_t>(c.liveBytes);
+  *peak = static_cast<int64_t>(c.peakBytes);
+}
+
+void spmdGpuMemoryResetPeak(void) {
+  Cache &c = cache();
+  c.peakBytes = c.liveBytes;
+}
+
+} // extern "C"
