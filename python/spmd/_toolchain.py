@@ -156,8 +156,17 @@ LOWERING = {"cpu": ("spmd-opt", ["--spmd-lower-to-cpu"]),
 def _lowering(target: str):
     tool, args = LOWERING[target]
     if target == "cuda":
-        args = [f"{args[0]}=cuda-toolkit={cuda_root()}"]
+        # Cubins for this process's GPU (sm_90 unless torch says otherwise).
+        args = [f"{args[0]}=cuda-toolkit={cuda_root()} chip={_cuda_chip()}"]
     return tool, args
+
+
+def _cuda_chip() -> str:
+    import torch
+    if not torch.cuda.is_available():
+        return "sm_90"
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
 
 
 def cuda_root() -> Path:
@@ -170,8 +179,9 @@ def library_path(text: str, passes: str, target: str = "cpu") -> Path:
     key = hashlib.sha256()
     key.update(text.encode())
     key.update(passes.encode())
-    key.update(repr((_llvm_args(target), LINK_LIBS, target)).encode())
-    tool = _lowering(target)[0]
+    tool, lowering = _lowering(target)
+    key.update(repr((_llvm_args(target), LINK_LIBS, target,
+                     lowering)).encode())
     for path in (f"bin/{tool}", runtime_library(target != "cpu")):
         key.update(str((build_dir() / path).stat().st_mtime_ns).encode())
     return cache_dir() / f"step-{key.hexdigest()[:24]}.so"

@@ -7,6 +7,7 @@ not exist and for the CPU runtime's memory counters.
     SPMD_DEVICE=gpu gpu_target_check.py target      (prints the target)
     SPMD_DEVICE=tpu gpu_target_check.py target      (an error, exit 1)
     SPMD_DEVICE=gpu gpu_target_check.py memory      (spmd.memory_stats())
+    gpu_target_check.py build-cuda                  (a step built for a GPU)
 """
 
 import sys
@@ -27,6 +28,8 @@ def step_fn(model, opt, x, y):
 
 def main():
     what = sys.argv[1]
+    if what == "build-cuda":
+        return build_cuda()
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.LayerNorm(16), nn.GELU(),
                           nn.Linear(16, 3))
@@ -61,6 +64,31 @@ def main():
         print(f"device memory: peak {stats['peak_bytes']} B, live "
               f"{stats['live_bytes']} B; after a reset peak "
               f"{after['peak_bytes']} B: " + ("OK" if ok else "WRONG"))
+
+
+def build_cuda():
+    """The program of a step built for a real GPU (spmd-lower-to-nvvm,
+    ptxas, linked against libSpmdGpuRuntime), as the bridge builds it for a
+    CUDA model: traced here on the CPU, built, not run."""
+    import subprocess
+    from spmd import _toolchain
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 3))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    step = spmd.compile()(step_fn)
+    _, program = step._trace((model, opt, torch.randn(4, 8),
+                              torch.tensor([0, 2, 1, 2])), {})
+    library = _toolchain.compile_module(program.text, step.pipeline(),
+                                        target="cuda")
+    symbols = subprocess.run(["nm", "-D", str(library)], capture_output=True,
+                             text=True, check=True).stdout
+    gpu_calls = "spmdGpuProgramBegin" in symbols
+    emulated = "__spmd_emu_" in symbols
+    needed = subprocess.run(["readelf", "-d", str(library)],
+                            capture_output=True, text=True).stdout
+    print(f"cuda build: {library.name}: GPU runtime calls {gpu_calls}, "
+          f"emulated kernels {emulated}, needs libSpmdGpuRuntime "
+          f"{'libSpmdGpuRuntime.so' in needed}")
 
 
 if __name__ == "__main__":
