@@ -124,10 +124,10 @@ bool expandProducer(OpOperand *fused) {
 }
 
 /// A cheap elementwise generic (isCheapElementwise) read by several
-/// generics is cloned for each of them, so that each fuses its own copy: the value the loss reads twice
-/// (which targets are not ignore_index: the count of the mean, and the sum)
-/// is no loop nest, no GPU kernel and no buffer of its own. A producer with
-/// any other reader stays as it is.
+/// generics is cloned for each of them, so that each fuses its own copy:
+/// the value the loss reads twice (which targets are not ignore_index: the
+/// count of the mean, and the sum) is no loop nest, no GPU kernel and no
+/// buffer of its own. A producer with any other reader stays as it is.
 void cheapProducersPerUser(Operation *root) {
   SmallVector<linalg::GenericOp> producers;
   root->walk([&](linalg::GenericOp generic) {
