@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "HostStore.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 
@@ -49,31 +50,19 @@
 
 namespace {
 
-/// The store the host registered (spmdUseStore).
-struct StoreCallbacks {
-  SpmdStoreSet set = nullptr;
-  SpmdStoreGet get = nullptr;
-  SpmdStoreWait wait = nullptr;
-};
-
-StoreCallbacks &callbacks() {
-  static StoreCallbacks c;
-  return c;
-}
-
 /// A gloo Store over the host's callbacks; a failed call throws.
 class CallbackStore : public gloo::rendezvous::Store {
 public:
   void set(const std::string &key, const std::vector<char> &data) override {
-    if (callbacks().set(key.c_str(), data.data(),
-                        static_cast<int64_t>(data.size())) != 0)
+    if (spmd::runtime::hostStore().set(key.c_str(), data.data(),
+                                       static_cast<int64_t>(data.size())) != 0)
       throw std::runtime_error("store set of '" + key + "' failed");
   }
   std::vector<char> get(const std::string &key) override {
     std::vector<char> data(4096);
     for (int attempt = 0; attempt < 2; ++attempt) {
       int64_t bytes = 0;
-      int32_t status = callbacks().get(
+      int32_t status = spmd::runtime::hostStore().get(
           key.c_str(), data.data(), static_cast<int64_t>(data.size()), &bytes);
       if (status == 0) {
         data.resize(static_cast<size_t>(bytes));
@@ -93,7 +82,7 @@ public:
     std::string joined;
     for (const std::string &k : keys)
       joined += (joined.empty() ? "" : "\n") + k;
-    if (callbacks().wait(joined.c_str(), timeout.count()) != 0)
+    if (spmd::runtime::hostStore().wait(joined.c_str(), timeout.count()) != 0)
       throw std::runtime_error("timed out after " +
                                std::to_string(timeout.count() / 1000) +
                                " s waiting in the store for the other ranks "
@@ -105,7 +94,7 @@ public:
 
 extern "C" void spmdUseStore(SpmdStoreSet set, SpmdStoreGet get,
                              SpmdStoreWait wait) {
-  callbacks() = {set, get, wait};
+  spmd::runtime::hostStore() = {set, get, wait};
 }
 
 namespace spmd::runtime {
@@ -464,7 +453,7 @@ std::unique_ptr<Backend> createGlooBackend(double timeoutSeconds,
     return nullptr;
   }
   std::unique_ptr<gloo::rendezvous::Store> store;
-  if (callbacks().set) {
+  if (spmd::runtime::hostStore().set) {
     store = std::make_unique<CallbackStore>();
   } else if (const char *dir = std::getenv("SPMD_GLOO_STORE"); dir && *dir) {
     ::mkdir(dir, 0700); // every rank may try; one wins

@@ -161,9 +161,31 @@ class _Mirror:
 
 class Host:
     """The CPU target: a state is a tensor over the program's own buffer."""
+    name = CPU
 
     def __init__(self, lib):
         self.lib = lib
+        self._declare(lib)
+
+    @staticmethod
+    def _declare(lib):
+        """The ctypes signatures of the target's own runtime calls."""
+        lib.spmdSetSgemm.argtypes = [ctypes.c_int64]
+        lib.spmdSetSgemm.restype = None
+        lib.spmdHostMemory.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
+        lib.spmdHostMemory.restype = None
+        lib.spmdHostMemoryResetPeak.argtypes = []
+        lib.spmdHostMemoryResetPeak.restype = None
+
+    def memory(self):
+        """(live, peak) bytes of the program's temporaries (the runtime's
+        buffer cache)."""
+        live, peak = ctypes.c_int64(), ctypes.c_int64()
+        self.lib.spmdHostMemory(ctypes.byref(live), ctypes.byref(peak))
+        return live.value, peak.value
+
+    def reset_peak_memory(self):
+        self.lib.spmdHostMemoryResetPeak()
 
     def state(self, address, shape, dtype, nbytes):
         count = nbytes // torch.tensor([], dtype=dtype).element_size()
@@ -194,10 +216,14 @@ class Gpu(Host):
     def __init__(self, lib, mirrored):
         super().__init__(lib)
         self.mirrored = mirrored
+        self.name = EMULATOR if mirrored else CUDA
         self.mirrors = []
         # Device buffers for host inputs and host-side collectives, kept
         # (by slot) and grown when too small: no allocation per step.
         self.scratch = {}
+
+    @staticmethod
+    def _declare(lib):
         lib.spmdGpuBuffer.restype = ctypes.c_int64
         lib.spmdGpuBuffer.argtypes = [ctypes.c_int64]
         lib.spmdGpuBufferFree.restype = None
@@ -210,6 +236,14 @@ class Gpu(Host):
         lib.spmdGpuMemory.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
         lib.spmdGpuMemoryResetPeak.restype = None
         lib.spmdGpuMemoryResetPeak.argtypes = []
+
+    def memory(self):
+        live, peak = ctypes.c_int64(), ctypes.c_int64()
+        self.lib.spmdGpuMemory(ctypes.byref(live), ctypes.byref(peak))
+        return live.value, peak.value
+
+    def reset_peak_memory(self):
+        self.lib.spmdGpuMemoryResetPeak()
 
     def state(self, address, shape, dtype, nbytes):
         if nbytes == 0:

@@ -93,13 +93,6 @@ def runtime(hint=None):
                  lib.spmdAbort):
         void.restype = None
     lib.spmdBackendName.restype = ctypes.c_char_p
-    if target == _device.CPU:
-        lib.spmdSetSgemm.argtypes = [ctypes.c_int64]
-        lib.spmdSetSgemm.restype = None
-        lib.spmdHostMemory.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
-        lib.spmdHostMemory.restype = None
-        lib.spmdHostMemoryResetPeak.argtypes = []
-        lib.spmdHostMemoryResetPeak.restype = None
     lib.spmdTraceNow.argtypes = []
     lib.spmdTraceNow.restype = ctypes.c_int64
     lib.spmdTraceStart.argtypes = []
@@ -112,6 +105,9 @@ def runtime(hint=None):
     lib.spmdTraceStop.restype = ctypes.c_int32
     lib.spmdTraceSetRegionHook.argtypes = [REGION_HOOK]
     lib.spmdTraceSetRegionHook.restype = None
+    # The target's own calls declared (Host / Gpu, _device.py).
+    device_target = (_device.Host(lib) if target == _device.CPU else
+                     _device.Gpu(lib, mirrored=target == _device.EMULATOR))
     sgemm = torch_sgemm() if target == _device.CPU else 0
     if sgemm:
         lib.spmdSetSgemm(sgemm)
@@ -126,9 +122,7 @@ def runtime(hint=None):
         lib.spmdInit()
     atexit.register(lib.spmdFinalize)
     _lib = lib
-    _device_target = (_device.Host(lib) if target == _device.CPU else
-                      _device.Gpu(lib, mirrored=target == _device.EMULATOR))
-    _device_target.name = target
+    _device_target = device_target
     _report_uncaught_exceptions(lib)
     return lib
 
@@ -303,22 +297,13 @@ def memory_stats() -> dict:
     aside; on the GPU target device memory from the runtime's cache):
     bytes in use now and at most since the last reset_peak_memory_stats()
     (or the start)."""
-    lib = runtime()
-    live, peak = ctypes.c_int64(), ctypes.c_int64()
-    if target() == _device.CPU:
-        lib.spmdHostMemory(ctypes.byref(live), ctypes.byref(peak))
-    else:
-        lib.spmdGpuMemory(ctypes.byref(live), ctypes.byref(peak))
-    return {"live_bytes": live.value, "peak_bytes": peak.value}
+    live, peak = device().memory()
+    return {"live_bytes": live, "peak_bytes": peak}
 
 
 def reset_peak_memory_stats():
     """Starts memory_stats()'s peak from the bytes in use now."""
-    lib = runtime()
-    if target() == _device.CPU:
-        lib.spmdHostMemoryResetPeak()
-    else:
-        lib.spmdGpuMemoryResetPeak()
+    device().reset_peak_memory()
 
 
 def broadcast_(tensor: torch.Tensor, code: int, root: int = 0):

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../HostStore.h"
 #include "../JobChecks.h"
 #include "../MeshGroup.h"
 #include "../OpenMpiDefaults.h"
@@ -145,23 +146,11 @@ bool broadcastOverMpi(ncclUniqueId &id, int rank) {
   return true;
 }
 
-/// The key-value store spmdUseStore registered (torch's, from the Python
-/// bridge), or none.
-struct Store {
-  SpmdStoreSet set = nullptr;
-  SpmdStoreGet get = nullptr;
-  SpmdStoreWait wait = nullptr;
-};
-Store &store() {
-  static Store s;
-  return s;
-}
-
 /// Rank 0 puts its id in the registered store, the others wait for it and
 /// read it; false without a store. The key carries torchrun's restart
 /// count: a restarted job does not read the last generation's id.
 bool exchangeOverStore(ncclUniqueId &id, int rank) {
-  Store &s = store();
+  spmd::runtime::HostStore &s = spmd::runtime::hostStore();
   const char *mode = std::getenv("SPMD_GPU_BOOTSTRAP");
   if (!s.set || (mode && (std::strcmp(mode, "tcp") == 0 ||
                           std::strcmp(mode, "mpi") == 0)))
@@ -389,7 +378,7 @@ void spmdFinalize(void) {
 void spmdUseStore(SpmdStoreSet set, SpmdStoreGet get, SpmdStoreWait wait) {
   if (rt().initialized)
     spmd::gpu::fail("spmdUseStore", "called after spmdInit");
-  store() = Store{set, get, wait};
+  spmd::runtime::hostStore() = {set, get, wait};
 }
 
 int32_t spmdIsInitialized(void) { return rt().initialized ? 1 : 0; }

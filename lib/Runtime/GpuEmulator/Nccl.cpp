@@ -241,14 +241,16 @@ const char *ncclGetErrorString(ncclResult_t result) {
   }
 }
 
+/// How an emulated NCCL id starts.
+constexpr char kIdPrefix[] = "spmd-emulated-nccl";
+
 ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
   // Unique per call, as NCCL's (a host and port): an id that did not reach
   // a rank intact (a broken exchange) is caught by ncclCommInitRank.
   static unsigned calls = 0;
   std::memset(id, 0, sizeof(*id));
-  std::snprintf(id->internal, sizeof(id->internal),
-                "spmd-emulated-nccl pid %ld call %u",
-                static_cast<long>(getpid()), ++calls);
+  std::snprintf(id->internal, sizeof(id->internal), "%s pid %ld call %u",
+                kIdPrefix, static_cast<long>(getpid()), ++calls);
   return ncclSuccess;
 }
 
@@ -266,7 +268,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
   // Every rank must have been given rank 0's id.
   ncclUniqueId first = id;
   MPI_Bcast(&first, sizeof(first), MPI_BYTE, 0, MPI_COMM_WORLD);
-  if (std::strncmp(id.internal, "spmd-emulated-nccl", 18) != 0 ||
+  if (std::strncmp(id.internal, kIdPrefix, sizeof(kIdPrefix) - 1) != 0 ||
       std::memcmp(&first, &id, sizeof(id)) != 0)
     spmd::emu::fail("ncclCommInitRank: rank " + std::to_string(rank) +
                     " was given another id than rank 0 (the bootstrap did "
