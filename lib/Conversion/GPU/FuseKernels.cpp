@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BufferRoots.h"
+#include "Footprint.h"
 #include "Spmd/Conversion/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -33,98 +33,17 @@ namespace mlir::spmd {
 
 using namespace mlir;
 
+using spmd::BufferAccess;
+using spmd::conflict;
+using spmd::Footprint;
+using spmd::footprintOf;
 using spmd::mayAlias;
-using spmd::Root;
-using spmd::rootOf;
 
 namespace {
 
 /// How far back a loop looks for a producer to take in (loops and other
 /// operations); bounds the pass's cost on long straight-line steps.
 constexpr int kVerticalWindow = 64;
-
-/// One read or write of a buffer; `indexed` for a memref.load/store (whose
-/// indices say which element), otherwise the whole buffer.
-struct Access {
-  Value buffer;
-  Root root;
-  SmallVector<Value> indices;
-  bool write;
-  bool indexed;
-};
-
-/// What an operation (with its regions) does to memory; `opaque` when some
-/// effect is unknown (calls) or not on a buffer.
-struct Footprint {
-  SmallVector<Access> accesses;
-  bool opaque = false;
-
-  bool touchesMemory() const { return opaque || !accesses.empty(); }
-
-  void add(const Footprint &other) {
-    opaque |= other.opaque;
-    accesses.append(other.accesses.begin(), other.accesses.end());
-  }
-};
-
-Footprint footprintOf(Operation *root) {
-  Footprint f;
-  auto add = [&](Value buffer, ValueRange indices, bool write, bool indexed) {
-    f.accesses.push_back({buffer, rootOf(buffer),
-                          SmallVector<Value>(indices.begin(), indices.end()),
-                          write, indexed});
-  };
-  root->walk([&](Operation *op) {
-    if (f.opaque)
-      return WalkResult::interrupt();
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      add(load.getMemRef(), load.getIndices(), false, true);
-      return WalkResult::advance();
-    }
-    if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      add(store.getMemRef(), store.getIndices(), true, true);
-      return WalkResult::advance();
-    }
-    // An index check (a gather's bounds) only decides whether the program
-    // stops: running it earlier or later in a fused kernel is the same
-    // program (its modelled write of a global resource is not a buffer's).
-    if (isa<cf::AssertOp>(op) ||
-        op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-      return WalkResult::advance();
-    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-    if (!effects) {
-      f.opaque = true;
-      return WalkResult::interrupt();
-    }
-    SmallVector<MemoryEffects::EffectInstance> instances;
-    effects.getEffects(instances);
-    for (MemoryEffects::EffectInstance &instance : instances) {
-      // A fresh allocation touches nothing anyone else can see.
-      if (isa<MemoryEffects::Allocate>(instance.getEffect()))
-        continue;
-      Value value = instance.getValue();
-      if (!value || !isa<BaseMemRefType>(value.getType())) {
-        f.opaque = true;
-        return WalkResult::interrupt();
-      }
-      add(value, {}, !isa<MemoryEffects::Read>(instance.getEffect()), false);
-    }
-    return WalkResult::advance();
-  });
-  return f;
-}
-
-bool conflict(const Footprint &a, const Footprint &b) {
-  if (a.opaque || b.opaque)
-    return true;
-  for (const Access &x : a.accesses)
-    for (const Access &y : b.accesses)
-      if ((x.write || y.write) && mayAlias(x.root, y.root) &&
-          (!spmd::sameRoot(x.root, y.root) ||
-           spmd::mayOverlap(x.buffer, y.buffer)))
-        return true;
-  return false;
-}
 
 /// A loop the pass may fuse: no results, no nested parallel loop, constant
 /// bounds and steps, at least one iteration, memory effects all known.
@@ -215,8 +134,8 @@ bool canFuseVertically(const Loop &producer, const Loop &consumer) {
         producer.upper[p] != consumer.upper[c] ||
         producer.step[p] != consumer.step[c])
       return false;
-  for (const Access &x : producer.footprint.accesses)
-    for (const Access &y : consumer.footprint.accesses) {
+  for (const BufferAccess &x : producer.footprint.accesses)
+    for (const BufferAccess &y : consumer.footprint.accesses) {
       if (!(x.write || y.write) || !mayAlias(x.root, y.root))
         continue;
       if (!x.indexed || !y.indexed || x.buffer != y.buffer ||

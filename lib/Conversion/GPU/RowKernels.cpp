@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BufferRoots.h"
+#include "Footprint.h"
 #include "Spmd/Conversion/FullReduction.h"
 #include "Spmd/Conversion/GPU/Passes.h"
 
@@ -173,7 +173,51 @@ struct Access {
   bool write;
   bool row;
   SmallVector<int64_t> key;
+  /// A row access naming element `row` of its root in row-major order (an
+  /// identity-layout view holding one element per row: a 24-element
+  /// reduction result and its 24x1 expand_shape, or a 4x6x1 one), so that
+  /// views of one buffer in different shapes name the same row's element.
+  bool linear = false;
 };
+
+/// Whether `map` (a row access of an op over `ranges`) names element `r` of
+/// `buffer`, `r` the row-major index of the op's row loops: an identity
+/// layout with one element per row, the row loops in order in the results,
+/// the other results constant dimensions of size 1.
+bool rowMajorRow(Value buffer, AffineMap map, ArrayRef<int64_t> ranges) {
+  auto type = dyn_cast<MemRefType>(buffer.getType());
+  if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
+    return false;
+  unsigned column = ranges.size() - 1;
+  int64_t rows = 1;
+  for (unsigned d = 0; d < column; ++d)
+    rows *= ranges[d];
+  if (type.getNumElements() != rows)
+    return false;
+  int next = 0;
+  for (auto [e, size] : llvm::zip(map.getResults(), type.getShape())) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || d.getPosition() == column) {
+      if (size != 1)
+        return false;
+      continue;
+    }
+    // Row loops of one iteration may appear anywhere (index 0 either way).
+    if (ranges[d.getPosition()] == 1 && size == 1)
+      continue;
+    if (int(d.getPosition()) < next || size != ranges[d.getPosition()])
+      return false;
+    // Every row loop of more than one iteration, in order.
+    for (int skipped = next; skipped < int(d.getPosition()); ++skipped)
+      if (ranges[skipped] != 1)
+        return false;
+    next = d.getPosition() + 1;
+  }
+  for (unsigned d = next; d < column; ++d)
+    if (ranges[d] != 1)
+      return false;
+  return true;
+}
 
 Access accessOf(linalg::GenericOp op, OpOperand &operand, bool write) {
   AffineMap map = op.getMatchingIndexingMap(&operand);
@@ -193,6 +237,7 @@ Access accessOf(linalg::GenericOp op, OpOperand &operand, bool write) {
     }
     access.key.push_back(d.getPosition());
   }
+  access.linear = rowMajorRow(access.buffer, map, ranges);
   return access;
 }
 
@@ -243,6 +288,14 @@ bool canJoin(ArrayRef<RowOp> group, const RowOp &next) {
           continue;
         if (!x.row && !y.row && sameRowMajorElements(x, y))
           continue;
+        // One row's value through two views: a member computed it (every
+        // lane holds it), the newcomer reads it.
+        if (x.linear && y.linear &&
+            spmd::sameRoot(rootOf(x.buffer), rootOf(y.buffer))) {
+          if (!x.write || y.write)
+            return false;
+          continue;
+        }
         if (x.buffer != y.buffer || x.row != y.row)
           return false;
         if (!x.row) {
@@ -274,6 +327,9 @@ using RegisterKey = std::pair<const void *, SmallVector<int64_t>>;
 using Registers = std::map<RegisterKey, Value>;
 
 RegisterKey registerKey(const Access &a) {
+  // A row-major row element is the same register whichever view names it.
+  if (a.linear)
+    return {rootOf(a.buffer).key, {-2}};
   return {a.buffer.getAsOpaquePointer(), a.key};
 }
 
@@ -362,7 +418,7 @@ Value shuffleXor(OpBuilder &b, Location loc, Value value, int32_t offset) {
 }
 
 /// The group as one kernel of a warp per row, where the last member was.
-void emitKernel(MutableArrayRef<RowOp> group) {
+gpu::LaunchOp emitKernel(MutableArrayRef<RowOp> group) {
   linalg::GenericOp last = group.back().op;
   OpBuilder b(last);
   SmallVector<Location> locs;
@@ -478,6 +534,7 @@ void emitKernel(MutableArrayRef<RowOp> group) {
       row.fill->erase();
     row.op->erase();
   }
+  return launch;
 }
 
 /// Whether group members may move past `op` (to the last member): it
@@ -496,12 +553,21 @@ bool transparent(Operation *op) {
 }
 
 /// Finds the chains of row ops of one loop shape with at least one
-/// reduction and makes each one kernel.
+/// reduction and makes each one kernel. The kernel runs where the group's
+/// last member was, so the members move down past what lies between them:
+/// ops that touch nothing they touch stay where they are; ops that do (a
+/// loss summing the rows a member wrote, and what reads that sum) move down
+/// after the kernel, in order, when nothing they pass (later members
+/// included) touches what they touch.
 void formKernels(Block &block) {
   SmallVector<Operation *> ops;
   for (Operation &op : block)
     ops.push_back(&op);
   SmallVector<RowOp> group;
+  spmd::Footprint groupFootprint;
+  // Ops between members that go after the kernel, in order.
+  SmallVector<Operation *> deferred;
+  spmd::Footprint deferredFootprint;
   // The group's number of rows, and its column count (0 while only ops
   // over the rows joined).
   int64_t shape = 0;
@@ -510,28 +576,71 @@ void formKernels(Block &block) {
   // its buffer may take in.
   linalg::FillOp pendingFill;
   auto flush = [&]() {
-    if (llvm::any_of(group, [](const RowOp &r) { return r.reduction; }))
-      emitKernel(group);
+    if (llvm::any_of(group, [](const RowOp &r) { return r.reduction; })) {
+      Operation *after = emitKernel(group);
+      for (Operation *op : deferred)
+        if (op->isBeforeInBlock(after)) {
+          op->moveAfter(after);
+          after = op;
+        }
+    }
     group.clear();
+    groupFootprint = spmd::Footprint();
+    deferred.clear();
+    deferredFootprint = spmd::Footprint();
     pendingFill = nullptr;
+  };
+  // Whether the group's members may move down past `op` (it stays), or
+  // `op` may move down with them (after the kernel); else the group ends.
+  auto pass = [&](Operation *op) {
+    if (group.empty())
+      return;
+    spmd::Footprint f = spmd::footprintOf(op);
+    if (f.opaque)
+      return flush();
+    if (!spmd::conflict(f, groupFootprint) &&
+        !spmd::conflict(f, deferredFootprint))
+      return;
+    // After the kernel, and after the ops deferred before it (its regions
+    // go with it; a result would be used before it is defined).
+    if (op->getNumResults() != 0)
+      return flush();
+    deferred.push_back(op);
+    deferredFootprint.add(f);
   };
   for (Operation *op : ops) {
     if (auto fill = dyn_cast<linalg::FillOp>(op)) {
-      if (pendingFill)
-        flush();
+      if (pendingFill) {
+        // Not a reduction's initial value: a fill like any other op.
+        linalg::FillOp previous = pendingFill;
+        pendingFill = nullptr;
+        pass(previous);
+      }
       if (fill.hasPureBufferSemantics() &&
           (fill.getInputs()[0].getType().isF32() ||
            fill.getInputs()[0].getType().isF64()))
         pendingFill = fill;
       else
-        flush();
+        pass(fill);
       continue;
     }
     std::optional<RowOp> row = asRowOp(op);
     if (!row) {
-      if (!transparent(op))
-        flush();
+      if (transparent(op))
+        continue;
+      if (pendingFill) {
+        linalg::FillOp previous = pendingFill;
+        pendingFill = nullptr;
+        pass(previous);
+      }
+      pass(op);
       continue;
+    }
+    spmd::Footprint rowFootprint = spmd::footprintOf(op);
+    if (spmd::conflict(rowFootprint, deferredFootprint)) {
+      linalg::FillOp keep = pendingFill;
+      flush();
+      pendingFill = keep;
     }
     SmallVector<int64_t> ranges = row->op.getStaticLoopRanges();
     if (row->reduction && pendingFill &&
@@ -558,6 +667,9 @@ void formKernels(Block &block) {
     }
     if (width != 0)
       columns = width;
+    groupFootprint.add(rowFootprint);
+    if (row->fill)
+      groupFootprint.add(spmd::footprintOf(row->fill));
     group.push_back(*row);
   }
   flush();

@@ -333,3 +333,107 @@ func.func @column_blocks(%x: f32, %y: f32) -> memref<4x6xf32> {
   }
   return %packed : memref<4x6xf32>
 }
+
+// -----
+
+// A cuBLAS GEMM touches only the buffers whose addresses it is given (it
+// reads A and B, writes C): the bias gradient (a column sum of A) and an
+// elementwise loop join a loop past both GEMMs, after the second one, whose
+// result that loop reads.
+// CHECK-LABEL: func.func @past_a_gemm
+// CHECK: call @spmdGpuSgemm
+// CHECK: call @spmdGpuSgemm
+// CHECK: %[[C28:.*]] = arith.constant 28 : index
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[C28]]) step
+// CHECK-NOT: scf.parallel
+func.func private @spmdGpuSgemm(i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32)
+func.func @past_a_gemm(%a: memref<4x4xf32>, %b: memref<4x4xf32>, %x: memref<8xf32>)
+    -> (memref<4xf32>, memref<4x4xf32>, memref<8xf32>, memref<4x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %c4_i32 = arith.constant 4 : i32
+  %c101 = arith.constant 101 : i32
+  %c111 = arith.constant 111 : i32
+  %bias = gpu.alloc () : memref<4xf32>
+  scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+    %s = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %a[%i, %j] : memref<4x4xf32>
+      %n = arith.addf %v, %acc : f32
+      scf.yield %n : f32
+    }
+    memref.store %s, %bias[%j] : memref<4xf32>
+    scf.reduce
+  }
+  %c = gpu.alloc () : memref<4x4xf32>
+  %pa = memref.extract_aligned_pointer_as_index %a : memref<4x4xf32> -> index
+  %pb = memref.extract_aligned_pointer_as_index %b : memref<4x4xf32> -> index
+  %pc = memref.extract_aligned_pointer_as_index %c : memref<4x4xf32> -> index
+  %ia = arith.index_cast %pa : index to i64
+  %ib = arith.index_cast %pb : index to i64
+  %ic = arith.index_cast %pc : index to i64
+  call @spmdGpuSgemm(%c101, %c111, %c111, %c4_i32, %c4_i32, %c4_i32, %one, %ia, %c4_i32, %ib, %c4_i32, %zero, %ic, %c4_i32) : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32) -> ()
+  %y = gpu.alloc () : memref<8xf32>
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %v = memref.load %x[%i] : memref<8xf32>
+    %w = arith.mulf %v, %v : f32
+    memref.store %w, %y[%i] : memref<8xf32>
+    scf.reduce
+  }
+  %d = gpu.alloc () : memref<4x4xf32>
+  %pd = memref.extract_aligned_pointer_as_index %d : memref<4x4xf32> -> index
+  %id = arith.index_cast %pd : index to i64
+  call @spmdGpuSgemm(%c101, %c111, %c111, %c4_i32, %c4_i32, %c4_i32, %one, %ia, %c4_i32, %ib, %c4_i32, %zero, %id, %c4_i32) : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32) -> ()
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
+    %v = memref.load %d[%i, %j] : memref<4x4xf32>
+    %w = arith.addf %v, %one : f32
+    memref.store %w, %d[%i, %j] : memref<4x4xf32>
+    scf.reduce
+  }
+  return %bias, %c, %y, %d : memref<4xf32>, memref<4x4xf32>, memref<8xf32>, memref<4x4xf32>
+}
+
+// -----
+
+// A loop that writes a GEMM's operand stays before it: the loops on either
+// side stay two.
+// CHECK-LABEL: func.func @not_past_a_gemm
+// CHECK: scf.parallel
+// CHECK: call @spmdGpuSgemm
+// CHECK: scf.parallel
+func.func private @spmdGpuSgemm(i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32)
+func.func @not_past_a_gemm(%b: memref<4x4xf32>, %x: memref<8xf32>)
+    -> (memref<4x4xf32>, memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %c4_i32 = arith.constant 4 : i32
+  %c101 = arith.constant 101 : i32
+  %c111 = arith.constant 111 : i32
+  %a = gpu.alloc () : memref<4x4xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
+    memref.store %one, %a[%i, %j] : memref<4x4xf32>
+    scf.reduce
+  }
+  %c = gpu.alloc () : memref<4x4xf32>
+  %pa = memref.extract_aligned_pointer_as_index %a : memref<4x4xf32> -> index
+  %pb = memref.extract_aligned_pointer_as_index %b : memref<4x4xf32> -> index
+  %pc = memref.extract_aligned_pointer_as_index %c : memref<4x4xf32> -> index
+  %ia = arith.index_cast %pa : index to i64
+  %ib = arith.index_cast %pb : index to i64
+  %ic = arith.index_cast %pc : index to i64
+  call @spmdGpuSgemm(%c101, %c111, %c111, %c4_i32, %c4_i32, %c4_i32, %one, %ia, %c4_i32, %ib, %c4_i32, %zero, %ic, %c4_i32) : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32) -> ()
+  %y = gpu.alloc () : memref<8xf32>
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %v = memref.load %x[%i] : memref<8xf32>
+    memref.store %v, %y[%i] : memref<8xf32>
+    scf.reduce
+  }
+  return %c, %y : memref<4x4xf32>, memref<8xf32>
+}
