@@ -32,6 +32,16 @@ struct Root {
 
 inline Root rootOf(Value value) {
   while (Operation *def = value.getDefiningOp()) {
+    // Views, and the two ops that make one without being view-like ops: a
+    // cast (to a dynamic layout) and a transpose of the same elements.
+    if (auto cast = dyn_cast<memref::CastOp>(def)) {
+      value = cast.getSource();
+      continue;
+    }
+    if (auto transpose = dyn_cast<memref::TransposeOp>(def)) {
+      value = transpose.getIn();
+      continue;
+    }
     auto view = dyn_cast<ViewLikeOpInterface>(def);
     if (!view || view.getViewSource() == value)
       break;

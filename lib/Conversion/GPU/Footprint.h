@@ -69,12 +69,47 @@ inline const SmallVector<unsigned> *writtenAddresses(StringRef callee) {
   return it == functions.end() ? nullptr : &it->second;
 }
 
-/// The buffer whose aligned address `value` is (an i64 or index made by
-/// memref.extract_aligned_pointer_as_index, through index casts and
-/// extract_strided_metadata's base), or null.
+/// Whether `op` looks up a runtime buffer's device address
+/// (spmdGpuStateAddress, spmdGpuConstantAddress: the buffer made and filled
+/// on the first call, the same address after): it touches none of the
+/// program's buffers, and may run earlier.
+inline bool isAddressLookup(Operation *op) {
+  auto call = dyn_cast<func::CallOp>(op);
+  return call && (call.getCallee() == "spmdGpuStateAddress" ||
+                  call.getCallee() == "spmdGpuConstantAddress");
+}
+
+/// Whether `value` is a number the host computed from constants and
+/// buffers' layouts (a view's offset and strides, as a call's size or
+/// stride arguments), not an address.
+inline bool layoutNumber(Value value) {
+  if (matchPattern(value, m_Constant()))
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return false;
+  if (isa<memref::ExtractStridedMetadataOp>(def))
+    return value != def->getResult(0);
+  if (isa<arith::IndexCastOp, arith::MulIOp, arith::AddIOp>(def))
+    return llvm::all_of(def->getOperands(), layoutNumber);
+  return false;
+}
+
+/// The buffer (view) whose elements start at address `value`: an i64 or
+/// index made by memref.extract_aligned_pointer_as_index (through index
+/// casts and extract_strided_metadata's base), plus the view's offset in
+/// bytes; null for anything else.
 inline Value addressedBuffer(Value value) {
   while (auto cast = value.getDefiningOp<arith::IndexCastOp>())
     value = cast.getIn();
+  if (auto add = value.getDefiningOp<arith::AddIOp>()) {
+    for (auto [base, offset] : {std::pair(add.getLhs(), add.getRhs()),
+                                std::pair(add.getRhs(), add.getLhs())})
+      if (layoutNumber(offset))
+        if (Value buffer = addressedBuffer(base))
+          return buffer;
+    return nullptr;
+  }
   auto pointer = value.getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>();
   if (!pointer)
     return nullptr;
@@ -85,12 +120,14 @@ inline Value addressedBuffer(Value value) {
 }
 
 /// A runtime call's footprint: the buffers it is given, whole; opaque
-/// unless the callee is known and every other operand a constant (sizes,
-/// flags, scalars) or, for spmdWait, a collective's handle (the wait
-/// finishes that collective's writes).
+/// unless the callee is known and every other operand a constant or a
+/// layout's number (sizes, strides, flags, scalars) or, for spmdWait, a
+/// collective's handle (the wait finishes that collective's writes).
 inline Footprint callFootprint(func::CallOp call) {
   Footprint f;
   StringRef callee = call.getCallee();
+  if (isAddressLookup(call))
+    return f;
   if (callee == "spmdWait" && call.getNumOperands() == 1) {
     auto start = call.getOperand(0).getDefiningOp<func::CallOp>();
     if (start && writtenAddresses(start.getCallee()))
@@ -112,7 +149,7 @@ inline Footprint callFootprint(func::CallOp call) {
                             false});
       continue;
     }
-    if (!matchPattern(operand, m_Constant())) {
+    if (!layoutNumber(operand)) {
       f.opaque = true;
       return f;
     }

@@ -41,9 +41,10 @@ using spmd::mayAlias;
 
 namespace {
 
-/// How far back a loop looks for a producer to take in (loops and other
-/// operations); bounds the pass's cost on long straight-line steps.
-constexpr int kVerticalWindow = 64;
+/// How far back a loop looks for a producer to take in (operations that
+/// touch memory: loops, calls, allocations; views and constants are not
+/// counted); bounds the pass's cost on long straight-line steps.
+constexpr int kVerticalWindow = 128;
 
 /// A loop the pass may fuse: no results, no nested parallel loop, constant
 /// bounds and steps, at least one iteration, memory effects all known.
@@ -122,22 +123,62 @@ std::optional<IndexKey> keyOf(Value index, const Loop &loop) {
   return std::nullopt;
 }
 
-/// Whether `producer`'s body can run at the start of each iteration of
-/// `consumer`: the same wide iteration space, and every conflicting pair of
-/// accesses is a load/store of one memref at the same element.
-bool canFuseVertically(const Loop &producer, const Loop &consumer) {
-  SmallVector<unsigned> pw = producer.wideDims(), cw = consumer.wideDims();
-  if (pw.size() != cw.size())
-    return false;
-  for (auto [p, c] : llvm::zip(pw, cw))
-    if (producer.lower[p] != consumer.lower[c] ||
-        producer.upper[p] != consumer.upper[c] ||
-        producer.step[p] != consumer.step[c])
+/// Whether `loop` runs from 0 in steps of 1 in every dimension.
+bool unitSteps(const Loop &loop) {
+  for (unsigned d = 0; d < loop.lower.size(); ++d)
+    if (loop.lower[d] != 0 || loop.step[d] != 1)
       return false;
+  return true;
+}
+
+/// Whether `access` (in `loop`, from 0 in steps of 1) names element `i` of
+/// its buffer's root in row-major order at the loop's `i`th iteration (its
+/// wide dimensions row-major): an identity-layout view with one element per
+/// iteration, indexed by the wide dimensions in order, size-1 dimensions by
+/// 0. So a 16x8 loop storing a gradient and a 128 loop copying its
+/// collapse_shape into a bucket meet at the same element.
+bool denseAccess(const BufferAccess &access, const Loop &loop) {
+  auto type = dyn_cast<MemRefType>(access.buffer.getType());
+  if (!access.indexed || !type || !type.hasStaticShape() ||
+      !type.getLayout().isIdentity() ||
+      type.getNumElements() != loop.iterations())
+    return false;
+  SmallVector<unsigned> wide = loop.wideDims();
+  unsigned next = 0;
+  for (auto [index, size] : llvm::zip(access.indices, type.getShape())) {
+    std::optional<IndexKey> key = keyOf(index, loop);
+    if (!key)
+      return false;
+    if (!key->wide) {
+      if (size != 1)
+        return false;
+      continue;
+    }
+    if (key->value != next || size != loop.trips(wide[next]))
+      return false;
+    ++next;
+  }
+  return next == wide.size();
+}
+
+/// Whether every conflicting pair of accesses of the two loops is a
+/// load/store of one memref at the same element (`linear`: of views of one
+/// buffer, both dense, and at least one such pair: independent loops of
+/// different shapes are left to horizontal fusion), keyed by the loops' wide
+/// dimensions.
+bool sameElements(const Loop &producer, const Loop &consumer, bool linear) {
+  bool shared = false;
   for (const BufferAccess &x : producer.footprint.accesses)
     for (const BufferAccess &y : consumer.footprint.accesses) {
       if (!(x.write || y.write) || !mayAlias(x.root, y.root))
         continue;
+      shared = true;
+      if (linear) {
+        if (!spmd::sameRoot(x.root, y.root) || !denseAccess(x, producer) ||
+            !denseAccess(y, consumer))
+          return false;
+        continue;
+      }
       if (!x.indexed || !y.indexed || x.buffer != y.buffer ||
           x.indices.size() != y.indices.size())
         return false;
@@ -148,24 +189,85 @@ bool canFuseVertically(const Loop &producer, const Loop &consumer) {
           return false;
       }
     }
+  return shared || !linear;
+}
+
+/// Whether the two loops have the same wide iteration space.
+bool sameSpace(const Loop &producer, const Loop &consumer) {
+  SmallVector<unsigned> pw = producer.wideDims(), cw = consumer.wideDims();
+  if (pw.size() != cw.size())
+    return false;
+  for (auto [p, c] : llvm::zip(pw, cw))
+    if (producer.lower[p] != consumer.lower[c] ||
+        producer.upper[p] != consumer.upper[c] ||
+        producer.step[p] != consumer.step[c])
+      return false;
   return true;
 }
 
+/// How `producer`'s body can run at the start of each iteration of
+/// `consumer`, each thread only reading back what it wrote itself: over the
+/// same wide iteration space, or over the same number of iterations when
+/// everything they share is dense (the producer's induction variables then
+/// delinearized from the consumer's iteration).
+enum class Vertical { None, SameSpace, Linear };
+
+Vertical canFuseVertically(const Loop &producer, const Loop &consumer) {
+  if (sameSpace(producer, consumer))
+    return sameElements(producer, consumer, /*linear=*/false)
+               ? Vertical::SameSpace
+               : Vertical::None;
+  if (producer.iterations() == consumer.iterations() && unitSteps(producer) &&
+      unitSteps(consumer) && sameElements(producer, consumer, /*linear=*/true))
+    return Vertical::Linear;
+  return Vertical::None;
+}
+
 /// Clones `producer`'s body at the start of `consumer`'s, its wide induction
-/// variables replaced by the consumer's and the others by their only value.
-void fuseVertically(Loop &producer, Loop &consumer) {
+/// variables replaced by the consumer's (or, `Linear`, by the consumer's
+/// iteration delinearized over the producer's wide dimensions) and the
+/// others by their only value.
+void fuseVertically(Loop &producer, Loop &consumer, Vertical how) {
   Block *body = consumer.op.getBody();
   OpBuilder b(body, body->begin());
   Location loc = producer.op.getLoc();
   SmallVector<unsigned> pw = producer.wideDims(), cw = consumer.wideDims();
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  SmallVector<Value> wideIvs(pw.size());
+  if (how == Vertical::SameSpace) {
+    for (unsigned k = 0; k < pw.size(); ++k)
+      wideIvs[k] = consumer.op.getInductionVars()[cw[k]];
+  } else {
+    Value linear;
+    for (unsigned c : cw) {
+      Value iv = consumer.op.getInductionVars()[c];
+      linear = linear ? arith::AddIOp::create(
+                            b, loc,
+                            arith::MulIOp::create(b, loc, linear,
+                                                  index(consumer.trips(c))),
+                            iv)
+                      : iv;
+    }
+    for (int k = int(pw.size()) - 1; k >= 0; --k) {
+      if (k == 0) {
+        wideIvs[k] = linear;
+        break;
+      }
+      Value trips = index(producer.trips(pw[k]));
+      wideIvs[k] = arith::RemUIOp::create(b, loc, linear, trips);
+      linear = arith::DivUIOp::create(b, loc, linear, trips);
+    }
+  }
   IRMapping map;
   for (unsigned d = 0; d < producer.lower.size(); ++d) {
     Value iv = producer.op.getInductionVars()[d];
     auto it = llvm::find(pw, d);
     if (it != pw.end())
-      map.map(iv, consumer.op.getInductionVars()[cw[it - pw.begin()]]);
+      map.map(iv, wideIvs[it - pw.begin()]);
     else
-      map.map(iv, arith::ConstantIndexOp::create(b, loc, producer.lower[d]));
+      map.map(iv, index(producer.lower[d]));
   }
   for (Operation &op : producer.op.getBody()->without_terminator())
     b.clone(op, map);
@@ -175,7 +277,7 @@ void fuseVertically(Loop &producer, Loop &consumer) {
 
 /// The members' bodies as one 1-D loop over the sum of their iteration
 /// counts, placed where the last member was.
-void fuseHorizontally(MutableArrayRef<Loop> members) {
+scf::ParallelOp fuseHorizontally(MutableArrayRef<Loop> members) {
   scf::ParallelOp last = members.back().op;
   OpBuilder b(last);
   SmallVector<Location> locs;
@@ -238,13 +340,14 @@ void fuseHorizontally(MutableArrayRef<Loop> members) {
               scf::YieldOp::create(eb, loc);
             });
       };
-  scf::ParallelOp::create(b, loc, ValueRange{index(b, 0)},
-                          ValueRange{index(b, total)}, ValueRange{index(b, 1)},
-                          [&](OpBuilder &nb, Location, ValueRange ivs) {
-                            dispatch(nb, ivs.front(), 0, members.size());
-                          });
+  auto fused = scf::ParallelOp::create(
+      b, loc, ValueRange{index(b, 0)}, ValueRange{index(b, total)},
+      ValueRange{index(b, 1)}, [&](OpBuilder &nb, Location, ValueRange ivs) {
+        dispatch(nb, ivs.front(), 0, members.size());
+      });
   for (Loop &member : members)
     member.op->erase();
+  return fused;
 }
 
 /// Moves each loop into the nearest earlier loop that can start it, when
@@ -263,18 +366,24 @@ void fuseBlockVertically(Block &block) {
     if (consumer == loops.end())
       continue;
     Footprint between;
-    for (int j = int(k) - 1; j >= 0 && int(k) - j <= kVerticalWindow; --j) {
+    int seen = 0;
+    for (int j = int(k) - 1; j >= 0 && seen < kVerticalWindow; --j) {
       if (erased.contains(ops[j]))
         continue;
+      if (!isMemoryEffectFree(ops[j]))
+        ++seen;
       auto producer = loops.find(ops[j]);
-      if (producer != loops.end() &&
-          !conflict(producer->second.footprint, between) &&
-          canFuseVertically(producer->second, consumer->second)) {
-        fuseVertically(producer->second, consumer->second);
+      Vertical how = producer != loops.end() &&
+                             !conflict(producer->second.footprint, between)
+                         ? canFuseVertically(producer->second, consumer->second)
+                         : Vertical::None;
+      if (how != Vertical::None) {
+        fuseVertically(producer->second, consumer->second, how);
         erased.insert(ops[j]);
         loops.erase(producer);
         // The consumer may now take in an earlier producer too.
         between = Footprint();
+        seen = 0;
         j = int(k);
         continue;
       }
@@ -315,11 +424,112 @@ void fuseBlockHorizontally(Block &block) {
   flush();
 }
 
+/// Whether `op`, computing a value a loop uses, may move up with the loop:
+/// it touches no memory, allocates a buffer, or looks up a runtime buffer.
+bool movableDefinition(Operation *op) {
+  if (auto alloc = dyn_cast<gpu::AllocOp>(op))
+    return alloc.getAsyncDependencies().empty();
+  return isMemoryEffectFree(op) || spmd::isAddressLookup(op);
+}
+
+/// The operations of `block` between `first` and `loop` that compute
+/// values `loop` uses (transitively), in block order; null when one of them
+/// may not move up.
+std::optional<SmallVector<Operation *>> definitionsAfter(Operation *first,
+                                                         Operation *loop) {
+  SetVector<Operation *> defs;
+  SmallVector<Value> work;
+  loop->walk([&](Operation *inner) {
+    for (Value operand : inner->getOperands())
+      work.push_back(operand);
+  });
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != loop->getBlock() ||
+        !first->isBeforeInBlock(def) || def == loop || defs.contains(def))
+      continue;
+    if (!movableDefinition(def))
+      return std::nullopt;
+    defs.insert(def);
+    llvm::append_range(work, def->getOperands());
+  }
+  SmallVector<Operation *> ordered(defs.begin(), defs.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
+/// Moves a loop up to join the earliest loop it can run next to (a count
+/// of the targets, which only reads an input, into the step's first
+/// kernel; the optimizer's step counters likewise), when nothing in between
+/// touches what it touches; the values it uses (buffers, their views,
+/// constants) move with it.
+void joinEarlierLoops(Block &block) {
+  DenseMap<Operation *, Footprint> footprints;
+  auto footprint = [&](Operation *op) -> const Footprint & {
+    auto it = footprints.find(op);
+    if (it == footprints.end())
+      it = footprints.try_emplace(op, footprintOf(op)).first;
+    return it->second;
+  };
+  // Loops before `resume` have been tried and stay where they are: what
+  // lies before them has not changed.
+  Operation *resume = &block.front();
+  while (resume) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    unsigned k = llvm::find(ops, resume) - ops.begin();
+    resume = nullptr;
+    for (; k < ops.size() && !resume; ++k) {
+      std::optional<Loop> loop = asLoop(ops[k]);
+      if (!loop)
+        continue;
+      // The earliest loop the upward scan passes.
+      Operation *target = nullptr;
+      for (int j = int(k) - 1; j >= 0; --j) {
+        Operation *op = ops[j];
+        const Footprint &f = footprint(op);
+        if (f.opaque || conflict(f, loop->footprint))
+          break;
+        bool uses = llvm::any_of(op->getResults(), [&](Value v) {
+          return llvm::any_of(v.getUsers(), [&](Operation *user) {
+            return loop->op->isAncestor(user);
+          });
+        });
+        if (uses && !movableDefinition(op))
+          break;
+        if (isa<scf::ParallelOp>(op))
+          target = op;
+      }
+      std::optional<Loop> earlier = target ? asLoop(target) : std::nullopt;
+      if (!earlier)
+        continue;
+      std::optional<SmallVector<Operation *>> defs =
+          definitionsAfter(target, loop->op);
+      if (!defs)
+        continue;
+      Operation *after = target;
+      for (Operation *def : *defs) {
+        def->moveAfter(after);
+        after = def;
+      }
+      loop->op->moveAfter(after);
+      // One loop where the moved one now is (after the values it uses).
+      SmallVector<Loop, 2> pair = {std::move(*earlier), std::move(*loop)};
+      footprints.erase(pair[0].op);
+      footprints.erase(pair[1].op);
+      resume = fuseHorizontally(pair);
+    }
+  }
+}
+
 struct SpmdGpuFuseKernelsPass
     : public spmd::impl::SpmdGpuFuseKernelsPassBase<SpmdGpuFuseKernelsPass> {
   void runOnOperation() override {
     for (Block &block : getOperation().getBody()) {
       fuseBlockVertically(block);
+      joinEarlierLoops(block);
       fuseBlockHorizontally(block);
     }
   }

@@ -181,16 +181,18 @@ func.func @three_states(%d0: !llvm.struct<(ptr, ptr, i64)>) {
 
 // -----
 
-// What stops a group: a call (BLAS, a collective), a free of a buffer the
-// group uses, two casts of one runtime buffer, and two arguments (which
-// may be one buffer).
+// What stops a group: a call the pass does not know, a free of a buffer
+// the group uses, two casts of one runtime buffer, and two arguments (which
+// may be one buffer). The loop after the free, touching only an argument,
+// moves up past it to join the loop before it.
 // CHECK-LABEL: func.func @barriers
 // CHECK-COUNT-2: scf.parallel
 // CHECK: call @opaque
-// CHECK: scf.parallel
+// CHECK: %[[C2:.*]] = arith.constant 2 : index
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[C2]])
 // CHECK-NOT: scf.parallel
 // CHECK: gpu.dealloc
-// CHECK-COUNT-4: scf.parallel
+// CHECK-COUNT-3: scf.parallel
 // CHECK-NOT: scf.parallel
 func.func private @opaque()
 func.func @barriers(%a: memref<4xf32>, %b: memref<4xf32>,
@@ -398,12 +400,15 @@ func.func @past_a_gemm(%a: memref<4x4xf32>, %b: memref<4x4xf32>, %x: memref<8xf3
 
 // -----
 
-// A loop that writes a GEMM's operand stays before it: the loops on either
-// side stay two.
+// A loop that writes a GEMM's operand stays before it; the loop after the
+// GEMM, which touches neither its operands nor its result, moves up to join
+// it (16 + 8 iterations), its output's allocation with it.
 // CHECK-LABEL: func.func @not_past_a_gemm
-// CHECK: scf.parallel
+// CHECK: %[[C24:.*]] = arith.constant 24 : index
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[C24]])
+// CHECK-NOT: scf.parallel
 // CHECK: call @spmdGpuSgemm
-// CHECK: scf.parallel
+// CHECK-NOT: scf.parallel
 func.func private @spmdGpuSgemm(i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32)
 func.func @not_past_a_gemm(%b: memref<4x4xf32>, %x: memref<8xf32>)
     -> (memref<4x4xf32>, memref<8xf32>) {
@@ -436,4 +441,41 @@ func.func @not_past_a_gemm(%b: memref<4x4xf32>, %x: memref<8xf32>)
     scf.reduce
   }
   return %c, %y : memref<4x4xf32>, memref<8xf32>
+}
+
+// -----
+
+// A gradient computed over its 4x2 shape and copied into a bucket through
+// its 8-element collapse_shape: one loop over the copy's 8 iterations, the
+// gradient's indices delinearized from it (each thread reads back the
+// element it wrote).
+// CHECK-LABEL: func.func @through_a_reshape
+// CHECK: scf.parallel (%[[I:.*]]) = (%{{.*}}) to (%c8) step
+// CHECK: %[[J:.*]] = arith.remui %[[I]], %{{.*}} : index
+// CHECK: %[[R:.*]] = arith.divui %[[I]], %{{.*}} : index
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[R]], %[[J]]] : memref<4x2xf32>
+// CHECK: memref.load %{{.*}}[%[[I]]] : memref<8xf32>
+// CHECK-NOT: scf.parallel
+func.func @through_a_reshape(%a: memref<4x2xf32>) -> memref<10xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %g = gpu.alloc () : memref<4x2xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c2) step (%c1, %c1) {
+    %v = memref.load %a[%i, %j] : memref<4x2xf32>
+    %w = arith.addf %v, %v : f32
+    memref.store %w, %g[%i, %j] : memref<4x2xf32>
+    scf.reduce
+  }
+  %bucket = gpu.alloc () : memref<10xf32>
+  %flat = memref.collapse_shape %g [[0, 1]] : memref<4x2xf32> into memref<8xf32>
+  %piece = memref.subview %bucket[2] [8] [1] : memref<10xf32> to memref<8xf32, strided<[1], offset: 2>>
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %v = memref.load %flat[%i] : memref<8xf32>
+    memref.store %v, %piece[%i] : memref<8xf32, strided<[1], offset: 2>>
+    scf.reduce
+  }
+  return %bucket : memref<10xf32>
 }
