@@ -158,9 +158,16 @@ def SpmdGpuRowKernelsPass
     way). Members join a chain when every element one of them writes and
     another touches is the same element at the same place in the loops (so
     the same lane owns it; identity maps over row-major views of one buffer
-    count), or is a reduction's row value read after it; operations
-    in between must touch no memory (allocations of fresh buffers are
-    fine). Numerics: each row's reduction is combined in a different order
+    count), or is a reduction's row value read after it (also through
+    another identity-layout view of its buffer: a 24-element row max read
+    as 24x1). The kernel runs where the last member was: an operation in
+    between that touches nothing the members touch stays where it is (a
+    count of the targets and its all-reduce); one that reads or writes what
+    they touch, and has no results, moves after the kernel with what
+    depends on it (cross-entropy's loss, a sum of the rows the forward
+    members wrote), as long as nothing it passes touches its buffers; the
+    runtime's GEMM, attention and collective calls touch only the buffers
+    whose addresses they take; any other call ends the chain. Numerics: each row's reduction is combined in a different order
     than a sequential loop (32 strided partial results, then a tree), so
     float results may differ by rounding; max and min are exact.
     (an f64 crosses lanes as two 32-bit shuffles). Unsupported, left as
@@ -212,13 +219,27 @@ def SpmdGpuFuseKernelsPass
       every parameter, independent of each other, become one launch (a
       multi-tensor kernel, as PyTorch's `foreach` optimizers).
 
-    A loop moves later (to the loop it joins) only past operations that do
-    not touch what it touches; calls (BLAS, collectives), copies and frees of
-    its buffers end a group. Aliasing: two `gpu.alloc`/`memref.alloc`
+    - *Earlier*: a loop moves up to join the earliest loop it can run
+      beside (horizontally), past operations that touch nothing it touches,
+      with the operations computing the values it uses (buffers, views,
+      constants, state-address lookups): cross-entropy's count of targets,
+      which reads only an input, joins the step's first kernel.
+    - Vertical fusion also runs a producer and a consumer over the same
+      number of iterations but different shapes when every element they
+      share is accessed densely through identity-layout views of one buffer
+      (a 16x8 gradient and the copy of its 128-element collapse_shape into a
+      bucket): the producer's indices are delinearized from the consumer's
+      iteration.
+
+    A loop moves (to the loop it joins) only past operations that do not
+    touch what it touches; the runtime's GEMM, attention and collective
+    calls touch the buffers whose addresses they are given (C and outputs
+    written, the rest read; a wait, its collective's), other calls end a
+    group, as do copies and frees of its buffers. Aliasing: two `gpu.alloc`/`memref.alloc`
     results are different buffers, as are runtime buffers with different
     `spmd.gpu_buffer` names (`spmd-gpu-memory` tags them) and a fresh
-    allocation and a function argument; views (subview, reshape, cast) are
-    their source's buffer, and two views of one buffer with static layouts
+    allocation and a function argument; views (subview, reshape, cast,
+    transpose) are their source's buffer, and two views of one buffer with static layouts
     over disjoint ranges of it (a bucket's pieces) do not overlap; anything
     else may alias. Loops with results,
     nested parallel loops, non-constant bounds, or operations whose memory
