@@ -6,9 +6,13 @@
 // several users, and the optimizer's per-parameter updates, which are
 // independent of each other. This pass fuses them on buffers, just before the
 // GPU mapping: vertically (a loop moved into the start of a later loop over
-// the same elements, when each thread only reads back what it wrote itself)
-// and horizontally (independent loops as one loop over the concatenation of
-// their iteration spaces). Neither changes any element's arithmetic.
+// the same elements, when each thread only reads back what it wrote itself,
+// also through reshapes), horizontally (independent loops as one loop over
+// the concatenation of their iteration spaces), and by moving a loop up to
+// join an earlier one it is independent of. Loops move only past what
+// touches none of their buffers (Footprint.h: the runtime's GEMMs,
+// attention and collectives touch the buffers they are given). None of it
+// changes any element's arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
