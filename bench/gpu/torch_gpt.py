@@ -6,6 +6,10 @@ lines check.sh reads:
 
     time: torch eager X ms per step
     time: torch.compile Y ms per step (first call Z s)
+    launches: torch eager N kernels per step (profiler)
+
+The kernel count is what issue #19 compares the compiled step's launches
+with (bench/gpu/eager_ops.py counts eager's ops on the CPU: a floor).
 
     python3 torch_gpt.py [small|large] [STEPS]
 """
@@ -48,6 +52,25 @@ def timed(model, label):
         ms.append((time.perf_counter() - t0) * 1e3)
     print(f"time: {label} {statistics.median(ms):.3f} ms per step "
           f"(first call {first:.1f} s)", flush=True)
+    try:
+        count_kernels(model, opt, label)
+    except Exception as err:  # a profiler without CUPTI: the times stand
+        print(f"launches: {label} not counted: {type(err).__name__}: "
+              f"{err}"[:300])
+
+
+def count_kernels(model, opt, label):
+    """The device kernels (and memsets/copies) of one step, from PyTorch's
+    profiler (CUPTI)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        gpt.train_step(model, opt, x, y)
+        torch.cuda.synchronize()
+    kernels = sum(1 for e in prof.events()
+                  if e.device_type == DeviceType.CUDA)
+    print(f"launches: {label} {kernels} kernels per step (profiler)",
+          flush=True)
 
 
 timed(gpt.build_model(cfg).to(dev), "torch eager")
