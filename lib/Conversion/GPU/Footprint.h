@@ -79,6 +79,21 @@ inline bool isAddressLookup(Operation *op) {
                   call.getCallee() == "spmdGpuConstantAddress");
 }
 
+/// Whether `op` touches no memory, or only allocates a fresh buffer: what
+/// kernels may move past, and with the loops whose operands it defines.
+inline bool onlyAllocates(Operation *op) {
+  if (isMemoryEffectFree(op))
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects || op->getNumRegions() != 0)
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  return llvm::all_of(instances, [](MemoryEffects::EffectInstance &e) {
+    return isa<MemoryEffects::Allocate>(e.getEffect());
+  });
+}
+
 /// Whether `value` is a number the host computed from constants and
 /// buffers' layouts (a view's offset and strides, as a call's size or
 /// stride arguments), not an address.

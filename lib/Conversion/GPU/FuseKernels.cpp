@@ -431,9 +431,7 @@ void fuseBlockHorizontally(Block &block) {
 /// Whether `op`, computing a value a loop uses, may move up with the loop:
 /// it touches no memory, allocates a buffer, or looks up a runtime buffer.
 bool movableDefinition(Operation *op) {
-  if (auto alloc = dyn_cast<gpu::AllocOp>(op))
-    return alloc.getAsyncDependencies().empty();
-  return isMemoryEffectFree(op) || spmd::isAddressLookup(op);
+  return spmd::onlyAllocates(op) || spmd::isAddressLookup(op);
 }
 
 /// The operations of `block` between `first` and `loop` that compute

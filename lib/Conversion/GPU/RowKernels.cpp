@@ -537,21 +537,6 @@ gpu::LaunchOp emitKernel(MutableArrayRef<RowOp> group) {
   return launch;
 }
 
-/// Whether group members may move past `op` (to the last member): it
-/// touches no memory, or only allocates a fresh buffer.
-bool transparent(Operation *op) {
-  if (isMemoryEffectFree(op))
-    return true;
-  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-  if (!effects || op->getNumRegions() != 0)
-    return false;
-  SmallVector<MemoryEffects::EffectInstance> instances;
-  effects.getEffects(instances);
-  return llvm::all_of(instances, [](MemoryEffects::EffectInstance &e) {
-    return isa<MemoryEffects::Allocate>(e.getEffect());
-  });
-}
-
 /// Finds the chains of row ops of one loop shape with at least one
 /// reduction and makes each one kernel. The kernel runs where the group's
 /// last member was, so the members move down past what lies between them:
@@ -608,14 +593,17 @@ void formKernels(Block &block) {
     deferred.push_back(op);
     deferredFootprint.add(f);
   };
+  // A pending fill that no reduction takes in: a fill like any other op.
+  auto passPendingFill = [&]() {
+    if (!pendingFill)
+      return;
+    linalg::FillOp previous = pendingFill;
+    pendingFill = nullptr;
+    pass(previous);
+  };
   for (Operation *op : ops) {
     if (auto fill = dyn_cast<linalg::FillOp>(op)) {
-      if (pendingFill) {
-        // Not a reduction's initial value: a fill like any other op.
-        linalg::FillOp previous = pendingFill;
-        pendingFill = nullptr;
-        pass(previous);
-      }
+      passPendingFill();
       if (fill.hasPureBufferSemantics() &&
           (fill.getInputs()[0].getType().isF32() ||
            fill.getInputs()[0].getType().isF64()))
@@ -626,13 +614,9 @@ void formKernels(Block &block) {
     }
     std::optional<RowOp> row = asRowOp(op);
     if (!row) {
-      if (transparent(op))
+      if (spmd::onlyAllocates(op))
         continue;
-      if (pendingFill) {
-        linalg::FillOp previous = pendingFill;
-        pendingFill = nullptr;
-        pass(previous);
-      }
+      passPendingFill();
       pass(op);
       continue;
     }
