@@ -5,7 +5,9 @@ change that adds kernel launches, host waits or allocations to a step fails.
 
     emu_counts_check.py DIR CASE:KEY=MAX,min-KEY=MIN... ...
 
-For each CASE, the steps after the first (which also allocates and uploads
+`gemm_products` is the GEMMs computed (`gemms` counts cuBLAS calls, of
+which a grouped one runs `gemms_grouped` more). For each CASE, the steps
+after the first (which also allocates and uploads
 the state) and before the last (after which the driver reads the state
 back), the largest count over those steps and the ranks; prints one line
 per CASE: `CASE: key N (max M) ...: OK` or `...: OUT OF BOUNDS`.
@@ -16,7 +18,8 @@ from pathlib import Path
 
 KEYS = ("launches", "kernels", "gemms", "collectives", "host_waits",
         "queries", "allocs", "frees", "h2d", "d2h", "d2d", "memsets",
-        "graph_launches", "graph_nodes", "captured")
+        "graph_launches", "graph_nodes", "captured", "gemms_grouped",
+        "gemm_products")
 
 
 def steady_counts(work, case):
@@ -40,6 +43,10 @@ def steady_counts(work, case):
                 values[key] = int(words[i + 1])
                 # copies: count then bytes
                 i += 3 if key in ("h2d", "d2h", "d2d") else 2
+            # The GEMMs computed: a grouped cuBLAS call (one of `gemms`)
+            # runs `gemms_grouped` more.
+            values["gemm_products"] = (values.get("gemms", 0)
+                                       + values.get("gemms_grouped", 0))
             for k, v in values.items():
                 worst[k] = max(worst.get(k, 0), v)
     return worst

@@ -34,6 +34,21 @@ void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                   int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
                   int64_t b, int32_t ldb, float beta, int64_t c, int32_t ldc);
 
+/* Two independent spmdGpuSgemm calls (each its 14 arguments, the first's
+ * then the second's) in one cuBLAS call: cublasSgemmGroupedBatched with two
+ * groups of one GEMM, each computed as spmdGpuSgemm computes it. Neither C
+ * may overlap the other GEMM's operands. The device array of the six
+ * addresses cuBLAS reads is cached by those addresses (uploaded, stream
+ * ordered, the first time they are seen; a static memory plan sees them
+ * again every step). */
+void spmdGpuSgemmPair(int32_t order, int32_t transA, int32_t transB, int32_t m,
+                      int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
+                      int64_t b, int32_t ldb, float beta, int64_t c,
+                      int32_t ldc, int32_t order1, int32_t transA1,
+                      int32_t transB1, int32_t m1, int32_t n1, int32_t k1,
+                      float alpha1, int64_t a1, int32_t lda1, int64_t b1,
+                      int32_t ldb1, float beta1, int64_t c1, int32_t ldc1);
+
 /* spmdGpuSgemm for `batch` matrices at once (cublasSgemmStridedBatched):
  * matrix i of A starts strideA elements after matrix i - 1 (B, C alike). */
 void spmdGpuSgemmStridedBatched(int32_t order, int32_t transA, int32_t transB,

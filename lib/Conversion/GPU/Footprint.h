@@ -19,7 +19,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <optional>
 
 namespace mlir::spmd {
 
@@ -55,6 +58,7 @@ struct Footprint {
 inline const SmallVector<unsigned> *writtenAddresses(StringRef callee) {
   static const llvm::StringMap<SmallVector<unsigned>> functions = {
       {"spmdGpuSgemm", {12}},
+      {"spmdGpuSgemmPair", {12, 26}},
       {"spmdGpuGemmBf16", {12}},
       {"spmdGpuSgemmStridedBatched", {14}},
       {"spmdGpuGemmBf16StridedBatched", {14}},
@@ -92,6 +96,40 @@ inline bool onlyAllocates(Operation *op) {
   return llvm::all_of(instances, [](MemoryEffects::EffectInstance &e) {
     return isa<MemoryEffects::Allocate>(e.getEffect());
   });
+}
+
+/// Whether `op`, computing a value a moved op (a loop, a GEMM call) uses,
+/// may move up with it: it touches no memory, allocates a buffer, or looks
+/// up a runtime buffer.
+inline bool movableDefinition(Operation *op) {
+  return onlyAllocates(op) || isAddressLookup(op);
+}
+
+/// The operations of `op`'s block between `first` and `op` that compute
+/// values `op` (or an op nested in it) uses, transitively, in block order;
+/// null when one of them may not move up (movableDefinition).
+inline std::optional<SmallVector<Operation *>>
+definitionsAfter(Operation *first, Operation *op) {
+  SetVector<Operation *> defs;
+  SmallVector<Value> work;
+  op->walk([&](Operation *inner) {
+    for (Value operand : inner->getOperands())
+      work.push_back(operand);
+  });
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != op->getBlock() ||
+        !first->isBeforeInBlock(def) || def == op || defs.contains(def))
+      continue;
+    if (!movableDefinition(def))
+      return std::nullopt;
+    defs.insert(def);
+    llvm::append_range(work, def->getOperands());
+  }
+  SmallVector<Operation *> ordered(defs.begin(), defs.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
 }
 
 /// Whether `value` is a number the host computed from constants and

@@ -428,39 +428,6 @@ void fuseBlockHorizontally(Block &block) {
   flush();
 }
 
-/// Whether `op`, computing a value a loop uses, may move up with the loop:
-/// it touches no memory, allocates a buffer, or looks up a runtime buffer.
-bool movableDefinition(Operation *op) {
-  return spmd::onlyAllocates(op) || spmd::isAddressLookup(op);
-}
-
-/// The operations of `block` between `first` and `loop` that compute
-/// values `loop` uses (transitively), in block order; null when one of them
-/// may not move up.
-std::optional<SmallVector<Operation *>> definitionsAfter(Operation *first,
-                                                         Operation *loop) {
-  SetVector<Operation *> defs;
-  SmallVector<Value> work;
-  loop->walk([&](Operation *inner) {
-    for (Value operand : inner->getOperands())
-      work.push_back(operand);
-  });
-  while (!work.empty()) {
-    Operation *def = work.pop_back_val().getDefiningOp();
-    if (!def || def->getBlock() != loop->getBlock() ||
-        !first->isBeforeInBlock(def) || def == loop || defs.contains(def))
-      continue;
-    if (!movableDefinition(def))
-      return std::nullopt;
-    defs.insert(def);
-    llvm::append_range(work, def->getOperands());
-  }
-  SmallVector<Operation *> ordered(defs.begin(), defs.end());
-  llvm::sort(ordered,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  return ordered;
-}
-
 /// Moves a loop up to join the earliest loop it can run next to (a count
 /// of the targets, which only reads an input, into the step's first
 /// kernel; the optimizer's step counters likewise), when nothing in between
@@ -499,7 +466,7 @@ void joinEarlierLoops(Block &block) {
             return loop->op->isAncestor(user);
           });
         });
-        if (uses && !movableDefinition(op))
+        if (uses && !spmd::movableDefinition(op))
           break;
         if (isa<scf::ParallelOp>(op))
           target = op;
@@ -508,7 +475,7 @@ void joinEarlierLoops(Block &block) {
       if (!earlier)
         continue;
       std::optional<SmallVector<Operation *>> defs =
-          definitionsAfter(target, loop->op);
+          spmd::definitionsAfter(target, loop->op);
       if (!defs)
         continue;
       Operation *after = target;

@@ -64,6 +64,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("fuse the parallel loops that become kernels "
                      "(spmd-gpu-fuse-kernels): fewer launches"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> groupGemms{
+      *this, "group-gemms",
+      llvm::cl::desc("two independent f32 GEMMs in one cuBLAS call "
+                     "(spmd-gpu-group-gemms): fewer launches"),
+      llvm::cl::init(true)};
 };
 
 /// Reports an invalid pipeline option on the module (a pipeline builder
@@ -131,6 +136,9 @@ void mlir::spmd::buildGpuLowering(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   if (options.fuseKernels)
     pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuFuseKernelsPass());
+  // A linear layer's two backward GEMMs in one cuBLAS call.
+  if (options.groupGemms)
+    pm.addPass(spmd::createSpmdGpuGroupGemmsPass());
   pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
       {options.blockSize}, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
@@ -164,6 +172,7 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
   lowering.blockSize = options.blockSize;
   lowering.rowKernels = options.rowKernels;
   lowering.fuseKernels = options.fuseKernels;
+  lowering.groupGemms = options.groupGemms;
   spmd::GpuKernelTarget target;
   // Kernels: NVVM, then cubins.
   target.beforeHostToLLVM = [&options](OpPassManager &pm) {

@@ -30,6 +30,7 @@ namespace {
 /// inside a program (SpmdGpuRuntime.h), or touch no device memory.
 bool isStreamOrdered(StringRef callee) {
   static const llvm::StringSet<> names = {"spmdGpuSgemm",
+                                          "spmdGpuSgemmPair",
                                           "spmdGpuSgemmStridedBatched",
                                           "spmdGpuGemmBf16",
                                           "spmdGpuGemmBf16StridedBatched",

@@ -11,6 +11,12 @@
 // stream, SpmdGpuRuntime.h). From another stream, only once the device has
 // passed its free: an event recorded on the freeing stream at the free has
 // completed (a poll, never a host wait). Steady steps allocate nothing.
+// They also get the same buffers as the step before: a compiled program
+// asks for the same sizes in the same order every step, and its k-th
+// request takes the block its previous step's k-th request got when that
+// one is free on the same stream (else any free block of the size), so the
+// addresses a step uses repeat (what the runtime caches by address, the
+// GEMM pairs' address arrays in GpuBlas.cpp, is found again).
 // The bytes handed out are counted (spmdGpuMemory), as the CPU runtime's
 // host cache counts its own.
 //
@@ -52,6 +58,11 @@ struct Cache {
   /// touched.
   bool capturing = false;
   std::vector<Block *> captured;
+  /// Within a program's step (cacheStepBegin): the program, the blocks
+  /// this step got so far in order, and each program's last step's.
+  const void *program = nullptr;
+  std::vector<Block *> step;
+  std::unordered_map<const void *, std::vector<Block *>> lastStep;
   /// Bytes handed out and not freed; their most since the last reset.
   size_t liveBytes = 0, peakBytes = 0;
 };
@@ -72,8 +83,29 @@ size_t rounded(size_t bytes) { return (bytes + 511) / 512 * 512; }
 
 /// Counts `b` as handed out.
 void handOut(Cache &c, Block *b) {
+  if (c.program)
+    c.step.push_back(b);
   c.liveBytes += b->bytes;
   c.peakBytes = std::max(c.peakBytes, c.liveBytes);
+}
+
+/// The free block on `stream` of `size` bytes that the current program's
+/// last step got for this request, if any (compared by address: blocks
+/// released with a graph since are never free).
+std::multimap<size_t, Block *>::iterator previousBlock(Cache &c, size_t size,
+                                                       CUstream stream) {
+  if (!c.program)
+    return c.free.end();
+  auto last = c.lastStep.find(c.program);
+  size_t k = c.step.size();
+  if (last == c.lastStep.end() || k >= last->second.size())
+    return c.free.end();
+  Block *want = last->second[k];
+  auto [from, to] = c.free.equal_range(size);
+  for (auto it = from; it != to; ++it)
+    if (it->second == want && want->stream == stream)
+      return it;
+  return c.free.end();
 }
 
 /// Records that the capture being recorded uses `b`.
@@ -97,6 +129,13 @@ CUdeviceptr spmd::gpu::cachedAlloc(size_t bytes, CUstream stream) {
     return ptr;
   }
   size_t size = rounded(bytes);
+  if (auto it = previousBlock(c, size, stream); it != c.free.end()) {
+    Block *b = it->second;
+    c.free.erase(it);
+    touch(c, b);
+    handOut(c, b);
+    return b->ptr;
+  }
   auto [from, to] = c.free.equal_range(size);
   for (auto it = from; it != to; ++it) {
     if (it->second->stream != stream)
@@ -151,6 +190,20 @@ void spmd::gpu::cachedFree(CUdeviceptr ptr, CUstream stream) {
   b->stream = stream;
   c.free.emplace(b->bytes, b);
   touch(c, b);
+}
+
+void spmd::gpu::cacheStepBegin(const void *program) {
+  Cache &c = cache();
+  c.program = program;
+  c.step.clear();
+}
+
+void spmd::gpu::cacheStepEnd() {
+  Cache &c = cache();
+  if (c.program)
+    c.lastStep[c.program] = std::move(c.step);
+  c.program = nullptr;
+  c.step.clear();
 }
 
 void spmd::gpu::cacheCaptureBegin() {

@@ -46,6 +46,12 @@ void cachedFree(CUdeviceptr ptr, CUstream stream);
 /// allocates or frees; cacheCaptureEnd hands them to the captured graph
 /// (they leave the cache; cachedFree of one is then a no-op) and
 /// cacheReleaseGraph frees them with it.
+/// A compiled program's step (the outermost spmdGpuProgramBegin/End;
+/// `program`: its code) starts and ends: the k-th buffer a step asks for is
+/// the one the program's previous step got, when it is free.
+void cacheStepBegin(const void *program);
+void cacheStepEnd();
+
 void cacheCaptureBegin();
 std::vector<CUdeviceptr> cacheCaptureEnd();
 void cacheReleaseGraph(const std::vector<CUdeviceptr> &owned);

@@ -81,7 +81,10 @@ extern "C" {
 
 void spmdGpuProgramBegin(void) {
   ensureProgramStream();
-  ++rt().programDepth;
+  // The compiled program is the code calling this: its steps' buffers
+  // repeat (DeviceCache.cpp).
+  if (rt().programDepth++ == 0)
+    spmd::gpu::cacheStepBegin(__builtin_return_address(0));
 }
 
 void spmdGpuGraphCaptureBegin(void) {
@@ -172,8 +175,11 @@ void spmdGpuGraphDestroy(int64_t graph) {
 void spmdGpuProgramEnd(void) {
   if (rt().programDepth <= 0)
     spmd::gpu::fail("spmdGpuProgramEnd", "no program is running");
-  if (--rt().programDepth == 0 && !rt().capturing)
-    ++rt().programsRun;
+  if (--rt().programDepth == 0) {
+    spmd::gpu::cacheStepEnd();
+    if (!rt().capturing)
+      ++rt().programsRun;
+  }
 }
 
 int64_t spmdGpuStateAddress(const char *name, int64_t bytes, int32_t dtype) {

@@ -4,6 +4,8 @@
 // Emulator.h; its symbols carry cuBLAS's version node, libcublas.so.13):
 // handles with a stream and a math mode, column-major sgemm (one matrix or
 // a strided batch: one GEMM call counted) run on that stream by OpenBLAS,
+// cublasSgemmGroupedBatched (groups of f32 GEMMs whose operands' addresses
+// are device arrays, read when the stream runs it; one call counted),
 // and cublasGemmEx / cublasGemmStridedBatchedEx with bf16 or f32 operands,
 // an f32 result and f32 computation (the bf16 values widened exactly, then
 // the same sgemm).
@@ -171,6 +173,72 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transA,
                                     CUDA_R_32F, lda, 0, b, CUDA_R_32F, ldb, 0,
                                     beta, c, CUDA_R_32F, ldc, 0, 1,
                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+cublasStatus_t cublasSgemmGroupedBatched(
+    cublasHandle_t handle, const cublasOperation_t transA[],
+    const cublasOperation_t transB[], const int m[], const int n[],
+    const int k[], const float alpha[], const float *const aArray[],
+    const int lda[], const float *const bArray[], const int ldb[],
+    const float beta[], float *const cArray[], const int ldc[], int groups,
+    const int groupSize[]) {
+  if (groups < 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  // The per-group arguments are host arrays, read at the call.
+  struct Group {
+    bool ta, tb;
+    int m, n, k, lda, ldb, ldc, size;
+    float alpha, beta;
+  };
+  std::vector<Group> all;
+  size_t problems = 0;
+  for (int g = 0; g < groups; ++g) {
+    Group x{transA[g] != CUBLAS_OP_N,
+            transB[g] != CUBLAS_OP_N,
+            m[g],
+            n[g],
+            k[g],
+            lda[g],
+            ldb[g],
+            ldc[g],
+            groupSize[g],
+            alpha[g],
+            beta[g]};
+    if (x.m < 0 || x.n < 0 || x.k < 0 || x.size < 0 ||
+        x.lda < (x.ta ? x.k : x.m) || x.ldb < (x.tb ? x.n : x.k) ||
+        x.ldc < x.m || x.lda < 1 || x.ldb < 1 || x.ldc < 1)
+      return CUBLAS_STATUS_INVALID_VALUE;
+    all.push_back(x);
+    problems += size_t(x.size);
+  }
+  spmd::emu::count(spmd::emu::Count::Gemm);
+  for (size_t i = 1; i < problems; ++i)
+    spmd::emu::count(spmd::emu::Count::GemmGrouped);
+  // The address arrays are device memory, as on a GPU; the addresses in
+  // them are read when the stream gets to the call (an upload before it on
+  // the stream fills them).
+  size_t bytes = problems * sizeof(void *);
+  for (const void *array :
+       {static_cast<const void *>(aArray), static_cast<const void *>(bArray),
+        static_cast<const void *>(cArray)})
+    if (bytes && !spmd::emu::isDeviceMemory(array, bytes))
+      spmd::emu::fail("cublasSgemmGroupedBatched: an address array is not "
+                      "(entirely) device memory");
+  bool tf32 = handle->tf32;
+  spmd::emu::enqueue(handle->stream, [=] {
+    size_t i = 0;
+    for (const Group &x : all)
+      for (int j = 0; j < x.size; ++j, ++i) {
+        requireDevice(aArray[i], x.ta ? x.k : x.m, x.ta ? x.m : x.k, x.lda,
+                      "A");
+        requireDevice(bArray[i], x.tb ? x.n : x.k, x.tb ? x.k : x.n, x.ldb,
+                      "B");
+        requireDevice(cArray[i], x.m, x.n, x.ldc, "C");
+        gemm(tf32, x.ta, x.tb, x.m, x.n, x.k, x.alpha, aArray[i], x.lda,
+             bArray[i], x.ldb, x.beta, cArray[i], x.ldc);
+      }
+  });
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasSgemmStridedBatched(

@@ -164,7 +164,8 @@ std::vector<StepCounts> &steps() {
 /// SPMD_EMU_COUNTS=PATH: every step's counts into PATH.<rank>, one line a
 /// step: `step S launches N kernels K gemms G collectives C host_waits W
 /// queries Q allocs A frees F h2d N BYTES d2h N BYTES d2d N BYTES memsets
-/// M graph_launches L graph_nodes G captured C`, then the same for the whole
+/// M graph_launches L graph_nodes G captured C gemms_grouped R` (R: GEMMs run
+/// inside another GEMM's cuBLAS call), then the same for the whole
 /// `run`, then `kernel NAME launches N` for every kernel over the run.
 /// SPMD_EMU_REPORT=1 prints the same to stderr.
 void writeCounts(std::FILE *out, const char *rank) {
@@ -176,14 +177,14 @@ void writeCounts(std::FILE *out, const char *rank) {
                  "%s%s launches %zu kernels %zu gemms %zu collectives "
                  "%zu host_waits %zu queries %zu allocs %zu frees %zu h2d %zu "
                  "%zu d2h %zu %zu d2d %zu %zu memsets %zu graph_launches %zu "
-                 "graph_nodes %zu captured %zu\n",
+                 "graph_nodes %zu captured %zu gemms_grouped %zu\n",
                  rank, label.c_str(), n(Count::Launch), c.kernels.size(),
                  n(Count::Gemm), n(Count::Collective), n(Count::HostWait),
                  n(Count::Query), n(Count::Alloc), n(Count::Free),
                  n(Count::CopyH2D), b(Count::CopyH2D), n(Count::CopyD2H),
                  b(Count::CopyD2H), n(Count::CopyD2D), b(Count::CopyD2D),
                  n(Count::Memset), n(Count::GraphLaunch), n(Count::GraphNode),
-                 n(Count::Captured));
+                 n(Count::Captured), n(Count::GemmGrouped));
   };
   StepCounts run;
   for (size_t i = 0; i < steps().size(); ++i) {
@@ -570,6 +571,8 @@ bool spmd::emu::isDeviceMemory(const void *p, size_t bytes) {
 
 void spmd::emu::count(Count what, size_t bytes) {
   StepCounts &c = steps().back();
+  if (drv().capturing > 0 && what == Count::GemmGrouped)
+    return; // its call is counted as captured
   if (drv().capturing > 0 && what != Count::HostWait && what != Count::Query &&
       what != Count::Alloc && what != Count::Free)
     what = Count::Captured;

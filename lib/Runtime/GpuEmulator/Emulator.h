@@ -57,6 +57,8 @@ enum class Count {
   GraphNode,   // a node a graph launch ran (its kernels, GEMMs, ...)
   Captured,    // a launch, GEMM, collective, copy or memset captured into a
                // graph (recorded, not run: not counted as the above)
+  GemmGrouped, // a GEMM run inside another's cuBLAS call (a grouped call's
+               // GEMMs after its first; not counted while capturing)
   NumCounts
 };
 

@@ -34,6 +34,10 @@ struct LowerToEmulatorOptions
       *this, "fuse-kernels",
       llvm::cl::desc("spmd-gpu-fuse-kernels (as spmd-lower-to-nvvm)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> groupGemms{
+      *this, "group-gemms",
+      llvm::cl::desc("spmd-gpu-group-gemms (as spmd-lower-to-nvvm)"),
+      llvm::cl::init(true)};
 };
 
 void buildLowerToEmulator(OpPassManager &pm,
@@ -42,6 +46,7 @@ void buildLowerToEmulator(OpPassManager &pm,
   lowering.blockSize = options.blockSize;
   lowering.rowKernels = options.rowKernels;
   lowering.fuseKernels = options.fuseKernels;
+  lowering.groupGemms = options.groupGemms;
   spmd::GpuKernelTarget target;
   target.afterOutlining = [](OpPassManager &pm) {
     pm.addPass(spmd::test::createSpmdGpuKernelsToHostPass());

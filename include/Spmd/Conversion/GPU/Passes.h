@@ -25,8 +25,8 @@ namespace mlir::spmd {
 #include "Spmd/Conversion/GPU/Passes.h.inc"
 
 /// Registers `spmd-lower-to-nvvm{chip features opt-level block-size
-/// cuda-toolkit row-kernels fuse-kernels}`: a local program to host code in
-/// the LLVM dialect with embedded cubins, collectives on NCCL through
+/// cuda-toolkit row-kernels fuse-kernels group-gemms}`: a local program to host
+/// code in the LLVM dialect with embedded cubins, collectives on NCCL through
 /// libSpmdGpuRuntime.
 void registerLowerToNVVMPipeline();
 
@@ -38,6 +38,8 @@ struct GpuLoweringOptions {
   bool rowKernels = true;
   /// spmd-gpu-fuse-kernels.
   bool fuseKernels = true;
+  /// spmd-gpu-group-gemms.
+  bool groupGemms = true;
 };
 
 /// How outlined kernels are compiled, as the points where the lowering calls

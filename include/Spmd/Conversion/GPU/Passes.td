@@ -270,6 +270,44 @@ def SpmdGpuFuseKernelsPass
                            "::mlir::scf::SCFDialect"];
 }
 
+def SpmdGpuGroupGemmsPass
+    : Pass<"spmd-gpu-group-gemms", "::mlir::ModuleOp"> {
+  let summary = "Two independent f32 GEMMs in one cuBLAS call: fewer launches";
+  let description = [{
+    On the bufferized host code of a GPU step (part of `spmd-lower-to-nvvm`,
+    after `spmd-gpu-fuse-kernels`): two `spmdGpuSgemm` calls of one block
+    that do not depend on each other become one `spmdGpuSgemmPair` call
+    (SpmdGpuRuntime.h: `cublasSgemmGroupedBatched`, two groups of one
+    matrix). A linear layer's backward is the common case: `dX = dY W` and
+    `dW = dY^T X` both read `dY` and nothing else of each other's.
+
+    The later call moves up to the earlier one, with the operations that
+    compute its operands (addresses, views, allocations, state-address
+    lookups), when neither call writes what the other touches and nothing
+    in between writes what the later one reads or touches what it writes
+    (`Footprint.h`: a GEMM touches the buffers whose addresses it is given,
+    C written, A and B read). An operation in between whose effects are
+    unknown keeps the calls apart; the search looks at most 32
+    memory-touching operations ahead. Each GEMM's arithmetic is unchanged
+    (the same cuBLAS GEMM per group), so are the numerics.
+
+    Not grouped: strided-batched and bf16 GEMMs (their own calls), and more
+    than two GEMMs (a third one starts the next pair).
+    ```mlir
+    call @spmdGpuSgemm(%o, %n, %n, %m, %k, %n2, %one, %dy, %lda, %w, %ldb,
+                       %zero, %dx, %ldc) : (...) -> ()
+    call @spmdGpuSgemm(%o, %t, %n, %k, %n2, %m, %one, %dy, %lda2, %x, %ldb2,
+                       %zero, %dw, %ldc2) : (...) -> ()
+    // becomes
+    call @spmdGpuSgemmPair(%o, %n, %n, %m, %k, %n2, %one, %dy, %lda, %w,
+                           %ldb, %zero, %dx, %ldc, %o, %t, %n, %k, %n2, %m,
+                           %one, %dy, %lda2, %x, %ldb2, %zero, %dw, %ldc2)
+        : (...) -> ()
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def SpmdGpuStreamOrderPass
     : Pass<"spmd-gpu-stream-order", "::mlir::ModuleOp"> {
   let summary = "Orders a program's device work on one stream; the host "
