@@ -5,8 +5,9 @@ change that adds kernel launches, host waits or allocations to a step fails.
 
     emu_counts_check.py DIR CASE:KEY=MAX,min-KEY=MIN... ...
 
-`gemm_products` is the GEMMs computed (`gemms` counts cuBLAS calls, of
-which a grouped one runs `gemms_grouped` more). For each CASE, the steps
+`gemm_products` is the GEMM calls there would be without grouping: `gemms`
+counts cuBLAS calls, of which a grouped one runs `gemms_grouped` more
+groups (a GEMM or a strided batch each). For each CASE, the steps
 after the first (which also allocates and uploads
 the state) and before the last (after which the driver reads the state
 back), the largest count over those steps and the ranks; prints one line
@@ -43,8 +44,8 @@ def steady_counts(work, case):
                 values[key] = int(words[i + 1])
                 # copies: count then bytes
                 i += 3 if key in ("h2d", "d2h", "d2d") else 2
-            # The GEMMs computed: a grouped cuBLAS call (one of `gemms`)
-            # runs `gemms_grouped` more.
+            # The GEMM calls without grouping: a grouped cuBLAS call (one of
+            # `gemms`) runs `gemms_grouped` more groups.
             values["gemm_products"] = (values.get("gemms", 0)
                                        + values.get("gemms_grouped", 0))
             for k, v in values.items():

@@ -37,10 +37,9 @@ void spmdGpuSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
 /* Two independent spmdGpuSgemm calls (each its 14 arguments, the first's
  * then the second's) in one cuBLAS call: cublasSgemmGroupedBatched with two
  * groups of one GEMM, each computed as spmdGpuSgemm computes it. Neither C
- * may overlap the other GEMM's operands. The device array of the six
- * addresses cuBLAS reads is cached by those addresses (uploaded, stream
- * ordered, the first time they are seen; a static memory plan sees them
- * again every step). */
+ * may overlap the other GEMM's operands. The device array of the addresses
+ * cuBLAS reads is cached by those addresses (uploaded, stream ordered, the
+ * first time they are seen; a program's steady steps see them again). */
 void spmdGpuSgemmPair(int32_t order, int32_t transA, int32_t transB, int32_t m,
                       int32_t n, int32_t k, float alpha, int64_t a, int32_t lda,
                       int64_t b, int32_t ldb, float beta, int64_t c,
@@ -57,6 +56,19 @@ void spmdGpuSgemmStridedBatched(int32_t order, int32_t transA, int32_t transB,
                                 int64_t b, int32_t ldb, int64_t strideB,
                                 float beta, int64_t c, int32_t ldc,
                                 int64_t strideC, int32_t batch);
+
+/* Two independent spmdGpuSgemmStridedBatched calls (each its 18
+ * arguments) in one cuBLAS call, as spmdGpuSgemmPair: two groups of
+ * `batch` and `batch1` matrices. */
+void spmdGpuSgemmStridedBatchedPair(
+    int32_t order, int32_t transA, int32_t transB, int32_t m, int32_t n,
+    int32_t k, float alpha, int64_t a, int32_t lda, int64_t strideA, int64_t b,
+    int32_t ldb, int64_t strideB, float beta, int64_t c, int32_t ldc,
+    int64_t strideC, int32_t batch, int32_t order1, int32_t transA1,
+    int32_t transB1, int32_t m1, int32_t n1, int32_t k1, float alpha1,
+    int64_t a1, int32_t lda1, int64_t strideA1, int64_t b1, int32_t ldb1,
+    int64_t strideB1, float beta1, int64_t c1, int32_t ldc1, int64_t strideC1,
+    int32_t batch1);
 
 /* spmdGpuSgemm with bf16 A and B and an f32 C, computed in f32
  * (cublasGemmEx: CUDA_R_16BF operands, CUBLAS_COMPUTE_32F); the strided

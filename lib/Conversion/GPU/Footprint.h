@@ -59,6 +59,7 @@ inline const SmallVector<unsigned> *writtenAddresses(StringRef callee) {
   static const llvm::StringMap<SmallVector<unsigned>> functions = {
       {"spmdGpuSgemm", {12}},
       {"spmdGpuSgemmPair", {12, 26}},
+      {"spmdGpuSgemmStridedBatchedPair", {14, 32}},
       {"spmdGpuGemmBf16", {12}},
       {"spmdGpuSgemmStridedBatched", {14}},
       {"spmdGpuGemmBf16StridedBatched", {14}},

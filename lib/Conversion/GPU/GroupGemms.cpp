@@ -2,11 +2,12 @@
 //
 // A step's f32 GEMMs are one cuBLAS call each, a third to a half of its
 // launches; a linear layer's backward issues two that share an operand and
-// nothing else (dX = dY W, dW = dY^T X). This pass makes each such pair one
-// call of spmdGpuSgemmPair (cublasSgemmGroupedBatched, two groups of one
-// GEMM): the later GEMM moves up to the earlier one with the operations that
-// compute its operands, past operations that touch nothing it touches
-// (Footprint.h). Each GEMM is computed as before.
+// nothing else (dX = dY W, dW = dY^T X), a batched matmul's backward two
+// batched ones. This pass makes each such pair one call of
+// spmdGpuSgemmPair / spmdGpuSgemmStridedBatchedPair
+// (cublasSgemmGroupedBatched, two groups): the later GEMM moves up to the
+// earlier one with the operations that compute its operands, past operations
+// that touch nothing it touches (Footprint.h). Each GEMM is computed as before.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,11 +35,27 @@ namespace {
 /// bounds the pass's cost on long straight-line steps.
 constexpr int kWindow = 32;
 
-/// A single f32 GEMM (spmdGpuSgemm's 14 operands, SpmdGpuRuntime.h).
-bool isSgemm(Operation *op) {
+/// The f32 GEMM calls that pair up (SpmdGpuRuntime.h): the callee, its
+/// operand count, and the pair's callee.
+struct GemmKind {
+  StringLiteral callee;
+  unsigned operands;
+  StringLiteral pair;
+};
+constexpr GemmKind kKinds[] = {
+    {"spmdGpuSgemm", 14, "spmdGpuSgemmPair"},
+    {"spmdGpuSgemmStridedBatched", 18, "spmdGpuSgemmStridedBatchedPair"}};
+
+/// The kind of GEMM `op` calls, if it is one that pairs up.
+const GemmKind *gemmKind(Operation *op) {
   auto call = dyn_cast<func::CallOp>(op);
-  return call && call.getCallee() == "spmdGpuSgemm" &&
-         call.getNumOperands() == 14 && call.getNumResults() == 0;
+  if (!call || call.getNumResults() != 0)
+    return nullptr;
+  for (const GemmKind &kind : kKinds)
+    if (call.getCallee() == kind.callee &&
+        call.getNumOperands() == kind.operands)
+      return &kind;
+  return nullptr;
 }
 
 /// The operations `second` needs moved up to run right after `first`
@@ -58,10 +75,10 @@ movesUpTo(func::CallOp first, func::CallOp second,
   return defs;
 }
 
-/// The first GEMM after `first` in its block that can run beside it, with
-/// the operations to move up with it.
+/// The first GEMM of `first`'s kind after it in its block that can run
+/// beside it, with the operations to move up with it.
 std::optional<std::pair<func::CallOp, SmallVector<Operation *>>>
-partnerOf(func::CallOp first) {
+partnerOf(func::CallOp first, const GemmKind &kind) {
   Footprint firstFootprint = footprintOf(first);
   if (firstFootprint.opaque)
     return std::nullopt;
@@ -70,7 +87,7 @@ partnerOf(func::CallOp first) {
   for (Operation *op = first->getNextNode(); op && touching < kWindow;
        op = op->getNextNode()) {
     Footprint f = footprintOf(op);
-    if (isSgemm(op) && !conflict(firstFootprint, f)) {
+    if (gemmKind(op) == &kind && !conflict(firstFootprint, f)) {
       auto second = cast<func::CallOp>(op);
       if (auto defs = movesUpTo(first, second, f, between))
         return std::make_pair(second, std::move(*defs));
@@ -85,10 +102,10 @@ partnerOf(func::CallOp first) {
   return std::nullopt;
 }
 
-/// `first` and `second` as one spmdGpuSgemmPair call where `first` was,
-/// after the operations `second` uses (`defs`, moved up).
-Operation *pairUp(ModuleOp module, func::CallOp first, func::CallOp second,
-                  ArrayRef<Operation *> defs) {
+/// `first` and `second` as one call of their kind's pair where `first`
+/// was, after the operations `second` uses (`defs`, moved up).
+Operation *pairUp(ModuleOp module, const GemmKind &kind, func::CallOp first,
+                  func::CallOp second, ArrayRef<Operation *> defs) {
   Operation *after = first;
   for (Operation *def : defs) {
     def->moveAfter(after);
@@ -99,8 +116,7 @@ Operation *pairUp(ModuleOp module, func::CallOp first, func::CallOp second,
   SmallVector<Value> operands(first.getOperands());
   llvm::append_range(operands, second.getOperands());
   Location loc = b.getFusedLoc({first.getLoc(), second.getLoc()});
-  Operation *pair =
-      spmd::callRuntime(b, module, loc, "spmdGpuSgemmPair", operands);
+  Operation *pair = spmd::callRuntime(b, module, loc, kind.pair, operands);
   first.erase();
   second.erase();
   return pair;
@@ -117,12 +133,12 @@ struct SpmdGpuGroupGemmsPass
       Operation *op = block->empty() ? nullptr : &block->front();
       while (op) {
         Operation *next = op->getNextNode();
-        if (isSgemm(op)) {
+        if (const GemmKind *kind = gemmKind(op)) {
           auto first = cast<func::CallOp>(op);
           // The search goes on after the pair (a third GEMM starts the
           // next one).
-          if (auto partner = partnerOf(first))
-            next = pairUp(module, first, partner->first, partner->second)
+          if (auto partner = partnerOf(first, *kind))
+            next = pairUp(module, *kind, first, partner->first, partner->second)
                        ->getNextNode();
         }
         op = next;

@@ -31,6 +31,7 @@ namespace {
 bool isStreamOrdered(StringRef callee) {
   static const llvm::StringSet<> names = {"spmdGpuSgemm",
                                           "spmdGpuSgemmPair",
+                                          "spmdGpuSgemmStridedBatchedPair",
                                           "spmdGpuSgemmStridedBatched",
                                           "spmdGpuGemmBf16",
                                           "spmdGpuGemmBf16StridedBatched",

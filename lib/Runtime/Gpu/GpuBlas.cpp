@@ -16,11 +16,12 @@
 #include "Spmd/Runtime/SpmdGpuRuntime.h"
 #include "Spmd/Runtime/SpmdRuntime.h"
 
-#include <array>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 using namespace spmd::gpu::nccl;
 
@@ -81,52 +82,142 @@ cublasOperation_t blasOp(int32_t trans) {
   return trans == 112 ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
-/// Device arrays of a GEMM pair's six addresses (cuBLAS's A, A1, B, B1, C,
-/// C1: cublasSgemmGroupedBatched reads them from device memory), by those
-/// addresses. Each is a 64-byte slot of a 4 KiB device slab, uploaded from a
-/// registered (pinned) host copy on the stream of the first call that uses
-/// it; in a captured step the upload is a node of the graph, replayed from
-/// the same bytes. Kept for the process: a static memory plan uses the same
-/// few every step. Past kMaxTables, 0 (the pair then runs as two GEMMs).
-struct PairTables {
-  static constexpr size_t kSlab = 4096, kSlot = 64, kMaxTables = 1 << 14;
-  std::map<std::array<int64_t, 6>, CUdeviceptr> tables;
+/// Device arrays of a grouped GEMM call's addresses (cuBLAS's A of every
+/// matrix, then every B, then every C: cublasSgemmGroupedBatched reads them
+/// from device memory), by those addresses. Each lies in a 4 KiB device
+/// slab (a larger one in its own), uploaded from a registered (pinned) host
+/// copy on the stream of the first call that uses it; in a captured step
+/// the upload is a node of the graph, replayed from the same bytes. Kept for
+/// the process: a program's steady steps use the same addresses (the device
+/// cache hands its requests the same blocks every step, DeviceCache.cpp).
+/// Past kMaxTables, 0 (the call then runs its GEMMs one by one).
+struct AddressTables {
+  static constexpr size_t kSlab = 4096, kAlign = 64, kMaxTables = 1 << 14;
+  std::map<std::vector<int64_t>, CUdeviceptr> tables;
   CUdeviceptr slab = 0;
   char *hostSlab = nullptr;
   size_t used = kSlab;
 
-  CUdeviceptr get(const std::array<int64_t, 6> &addresses, CUstream stream) {
+  /// `bytes` of device memory and their host copy.
+  std::pair<CUdeviceptr, char *> place(size_t bytes) {
+    size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
+    if (used + size > kSlab) {
+      size_t slabBytes = std::max(kSlab, size);
+      spmd::gpu::checkCu(cuMemAlloc(&slab, slabBytes),
+                         "cuMemAlloc (grouped GEMM addresses)");
+      hostSlab = static_cast<char *>(std::aligned_alloc(kSlab, slabBytes));
+      if (!hostSlab)
+        spmd::gpu::fail("grouped GEMM", "out of host memory");
+      spmd::gpu::checkCu(cuMemHostRegister(hostSlab, slabBytes, 0),
+                         "cuMemHostRegister (grouped GEMM addresses)");
+      used = size > kSlab ? slabBytes : 0;
+      if (size > kSlab)
+        return {slab, hostSlab};
+    }
+    auto placed = std::make_pair(slab + used, hostSlab + used);
+    used += size;
+    return placed;
+  }
+
+  CUdeviceptr get(const std::vector<int64_t> &addresses, CUstream stream) {
     auto it = tables.find(addresses);
     if (it != tables.end())
       return it->second;
     if (tables.size() >= kMaxTables)
       return 0;
-    if (used + kSlot > kSlab) {
-      spmd::gpu::checkCu(cuMemAlloc(&slab, kSlab),
-                         "cuMemAlloc (GEMM pair addresses)");
-      hostSlab = static_cast<char *>(std::aligned_alloc(kSlab, kSlab));
-      if (!hostSlab)
-        spmd::gpu::fail("spmdGpuSgemmPair", "out of host memory");
-      spmd::gpu::checkCu(cuMemHostRegister(hostSlab, kSlab, 0),
-                         "cuMemHostRegister (GEMM pair addresses)");
-      used = 0;
-    }
-    char *host = hostSlab + used;
-    CUdeviceptr device = slab + used;
-    used += kSlot;
-    std::memcpy(host, addresses.data(), sizeof(addresses));
+    size_t bytes = addresses.size() * sizeof(int64_t);
+    auto [device, host] = place(bytes);
+    std::memcpy(host, addresses.data(), bytes);
     spmd::gpu::checkCu(cuMemcpyAsync(device,
-                                     reinterpret_cast<CUdeviceptr>(host),
-                                     sizeof(addresses), stream),
-                       "cuMemcpyAsync (GEMM pair addresses)");
+                                     reinterpret_cast<CUdeviceptr>(host), bytes,
+                                     stream),
+                       "cuMemcpyAsync (grouped GEMM addresses)");
     tables.emplace(addresses, device);
     return device;
   }
 };
 
-PairTables &pairTables() {
-  static PairTables *tables = new PairTables;
+AddressTables &addressTables() {
+  static AddressTables *tables = new AddressTables;
   return *tables;
+}
+
+/// One row-major strided-batched GEMM of a grouped call, in cuBLAS's
+/// column-major terms (the operands swapped, as spmdGpuSgemm does).
+struct GroupMember {
+  int32_t transA, transB, m, n, k;
+  float alpha;
+  int64_t a;
+  int32_t lda;
+  int64_t strideA, b;
+  int32_t ldb;
+  int64_t strideB;
+  float beta;
+  int64_t c;
+  int32_t ldc;
+  int64_t strideC;
+  int32_t batch;
+};
+
+std::string pairArgs(const GroupMember (&members)[2]);
+
+/// The members as one cublasSgemmGroupedBatched call (a group per member,
+/// of `batch` matrices), on `blas`'s stream, traced as `name`; false when
+/// no address array is left (kMaxTables).
+bool groupedGemm(cublasHandle_t blas, const GroupMember (&members)[2],
+                 const char *name) {
+  std::vector<int64_t> addresses;
+  // cuBLAS's A is our B (column-major), its B our A.
+  for (int which = 0; which < 3; ++which)
+    for (const GroupMember &g : members)
+      for (int32_t i = 0; i < g.batch; ++i) {
+        int64_t base = which == 0 ? g.b : which == 1 ? g.a : g.c;
+        int64_t stride = which == 0   ? g.strideB
+                         : which == 1 ? g.strideA
+                                      : g.strideC;
+        addresses.push_back(base + i * stride * int64_t(sizeof(float)));
+      }
+  CUdeviceptr table = addressTables().get(addresses, blasStream());
+  if (!table)
+    return false;
+  cublasOperation_t opsA[2], opsB[2];
+  int ms[2], ns[2], ks[2], ldas[2], ldbs[2], ldcs[2], sizes[2];
+  float alphas[2], betas[2];
+  for (int g = 0; g < 2; ++g) {
+    const GroupMember &x = members[g];
+    opsA[g] = blasOp(x.transB);
+    opsB[g] = blasOp(x.transA);
+    ms[g] = x.n;
+    ns[g] = x.m;
+    ks[g] = x.k;
+    ldas[g] = x.ldb;
+    ldbs[g] = x.lda;
+    ldcs[g] = x.ldc;
+    alphas[g] = x.alpha;
+    betas[g] = x.beta;
+    sizes[g] = x.batch;
+  }
+  auto *pointers = reinterpret_cast<float **>(table);
+  size_t total = addresses.size() / 3;
+  CUevent traced = spmd::gpu::trace::begin(blasStream());
+  checkBlas(cublasSgemmGroupedBatched(blas, opsA, opsB, ms, ns, ks, alphas,
+                                      pointers, ldas, pointers + total, ldbs,
+                                      betas, pointers + 2 * total, ldcs, 2,
+                                      sizes),
+            "cublasSgemmGroupedBatched");
+  if (traced)
+    spmd::gpu::trace::end(traced, blasStream(), name, "blas",
+                          pairArgs(members));
+  return true;
+}
+
+/// A grouped call's trace arguments: each member's shape.
+std::string pairArgs(const GroupMember (&members)[2]) {
+  const GroupMember &x = members[0], &y = members[1];
+  return gemmArgs(x.m, x.n, x.k, x.batch) + ", \"m1\": " + std::to_string(y.m) +
+         ", \"n1\": " + std::to_string(y.n) +
+         ", \"k1\": " + std::to_string(y.k) +
+         ", \"batch1\": " + std::to_string(y.batch);
 }
 
 } // namespace
@@ -158,36 +249,48 @@ void spmdGpuSgemmPair(int32_t order, int32_t transA, int32_t transB, int32_t m,
                       int32_t transB1, int32_t m1, int32_t n1, int32_t k1,
                       float alpha1, int64_t a1, int32_t lda1, int64_t b1,
                       int32_t ldb1, float beta1, int64_t c1, int32_t ldc1) {
-  cublasHandle_t blas = blasHandle("spmdGpuSgemmPair", order);
   blasHandle("spmdGpuSgemmPair", order1);
-  // Column-major, the operands swap (as spmdGpuSgemm): cuBLAS's A is B.
-  CUdeviceptr addresses = pairTables().get({b, b1, a, a1, c, c1}, blasStream());
-  if (!addresses) {
+  cublasHandle_t blas = blasHandle("spmdGpuSgemmPair", order);
+  GroupMember members[2] = {{transA, transB, m, n, k, alpha, a, lda, 0, b, ldb,
+                             0, beta, c, ldc, 0, 1},
+                            {transA1, transB1, m1, n1, k1, alpha1, a1, lda1, 0,
+                             b1, ldb1, 0, beta1, c1, ldc1, 0, 1}};
+  if (!groupedGemm(blas, members, "sgemm pair")) {
     spmdGpuSgemm(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
                  ldc);
     spmdGpuSgemm(order1, transA1, transB1, m1, n1, k1, alpha1, a1, lda1, b1,
                  ldb1, beta1, c1, ldc1);
     return;
   }
-  CUevent traced = spmd::gpu::trace::begin(blasStream());
-  cublasOperation_t opsA[2] = {blasOp(transB), blasOp(transB1)};
-  cublasOperation_t opsB[2] = {blasOp(transA), blasOp(transA1)};
-  int ms[2] = {n, n1}, ns[2] = {m, m1}, ks[2] = {k, k1};
-  int ldas[2] = {ldb, ldb1}, ldbs[2] = {lda, lda1}, ldcs[2] = {ldc, ldc1};
-  float alphas[2] = {alpha, alpha1}, betas[2] = {beta, beta1};
-  int sizes[2] = {1, 1};
-  auto *pointers = reinterpret_cast<float **>(addresses);
-  checkBlas(cublasSgemmGroupedBatched(blas, opsA, opsB, ms, ns, ks, alphas,
-                                      pointers, ldas, pointers + 2, ldbs, betas,
-                                      pointers + 4, ldcs, 2, sizes),
-            "cublasSgemmGroupedBatched");
-  if (traced)
-    spmd::gpu::trace::end(traced, blasStream(), "sgemm pair", "blas",
-                          gemmArgs(m, n, k, 1) +
-                              ", \"m1\": " + std::to_string(m1) +
-                              ", \"n1\": " + std::to_string(n1) +
-                              ", \"k1\": " + std::to_string(k1));
   blasDone("cuStreamSynchronize (sgemm pair)");
+}
+
+void spmdGpuSgemmStridedBatchedPair(
+    int32_t order, int32_t transA, int32_t transB, int32_t m, int32_t n,
+    int32_t k, float alpha, int64_t a, int32_t lda, int64_t strideA, int64_t b,
+    int32_t ldb, int64_t strideB, float beta, int64_t c, int32_t ldc,
+    int64_t strideC, int32_t batch, int32_t order1, int32_t transA1,
+    int32_t transB1, int32_t m1, int32_t n1, int32_t k1, float alpha1,
+    int64_t a1, int32_t lda1, int64_t strideA1, int64_t b1, int32_t ldb1,
+    int64_t strideB1, float beta1, int64_t c1, int32_t ldc1, int64_t strideC1,
+    int32_t batch1) {
+  blasHandle("spmdGpuSgemmStridedBatchedPair", order1);
+  cublasHandle_t blas = blasHandle("spmdGpuSgemmStridedBatchedPair", order);
+  GroupMember members[2] = {{transA, transB, m, n, k, alpha, a, lda, strideA, b,
+                             ldb, strideB, beta, c, ldc, strideC, batch},
+                            {transA1, transB1, m1, n1, k1, alpha1, a1, lda1,
+                             strideA1, b1, ldb1, strideB1, beta1, c1, ldc1,
+                             strideC1, batch1}};
+  if (!groupedGemm(blas, members, "sgemm strided batched pair")) {
+    spmdGpuSgemmStridedBatched(order, transA, transB, m, n, k, alpha, a, lda,
+                               strideA, b, ldb, strideB, beta, c, ldc, strideC,
+                               batch);
+    spmdGpuSgemmStridedBatched(order1, transA1, transB1, m1, n1, k1, alpha1, a1,
+                               lda1, strideA1, b1, ldb1, strideB1, beta1, c1,
+                               ldc1, strideC1, batch1);
+    return;
+  }
+  blasDone("cuStreamSynchronize (strided-batched sgemm pair)");
 }
 
 void spmdGpuSgemmStridedBatched(int32_t order, int32_t transA, int32_t transB,

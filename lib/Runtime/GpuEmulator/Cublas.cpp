@@ -5,7 +5,8 @@
 // handles with a stream and a math mode, column-major sgemm (one matrix or
 // a strided batch: one GEMM call counted) run on that stream by OpenBLAS,
 // cublasSgemmGroupedBatched (groups of f32 GEMMs whose operands' addresses
-// are device arrays, read when the stream runs it; one call counted),
+// are device arrays, read when the stream runs it; one call counted, its
+// groups after the first as `gemms_grouped`),
 // and cublasGemmEx / cublasGemmStridedBatchedEx with bf16 or f32 operands,
 // an f32 result and f32 computation (the bf16 values widened exactly, then
 // the same sgemm).
@@ -211,8 +212,10 @@ cublasStatus_t cublasSgemmGroupedBatched(
     all.push_back(x);
     problems += size_t(x.size);
   }
+  // One call; each group after the first is a GEMM (or strided batch)
+  // that would otherwise be a call of its own.
   spmd::emu::count(spmd::emu::Count::Gemm);
-  for (size_t i = 1; i < problems; ++i)
+  for (int g = 1; g < groups; ++g)
     spmd::emu::count(spmd::emu::Count::GemmGrouped);
   // The address arrays are device memory, as on a GPU; the addresses in
   // them are read when the stream gets to the call (an upload before it on

@@ -164,8 +164,9 @@ std::vector<StepCounts> &steps() {
 /// SPMD_EMU_COUNTS=PATH: every step's counts into PATH.<rank>, one line a
 /// step: `step S launches N kernels K gemms G collectives C host_waits W
 /// queries Q allocs A frees F h2d N BYTES d2h N BYTES d2d N BYTES memsets
-/// M graph_launches L graph_nodes G captured C gemms_grouped R` (R: GEMMs run
-/// inside another GEMM's cuBLAS call), then the same for the whole
+/// M graph_launches L graph_nodes G captured C gemms_grouped R` (R: GEMMs or
+/// strided batches run inside another's cuBLAS call, a grouped call's
+/// groups after its first), then the same for the whole
 /// `run`, then `kernel NAME launches N` for every kernel over the run.
 /// SPMD_EMU_REPORT=1 prints the same to stderr.
 void writeCounts(std::FILE *out, const char *rank) {

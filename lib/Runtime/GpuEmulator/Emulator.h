@@ -57,8 +57,9 @@ enum class Count {
   GraphNode,   // a node a graph launch ran (its kernels, GEMMs, ...)
   Captured,    // a launch, GEMM, collective, copy or memset captured into a
                // graph (recorded, not run: not counted as the above)
-  GemmGrouped, // a GEMM run inside another's cuBLAS call (a grouped call's
-               // GEMMs after its first; not counted while capturing)
+  GemmGrouped, // a GEMM (or strided batch) run inside another's cuBLAS call:
+               // a grouped call's groups after its first (not counted while
+               // capturing)
   NumCounts
 };
 

@@ -192,3 +192,44 @@ func.func @unknown_call(%a: memref<4x4xf32>, %b: memref<4x4xf32>) -> (memref<4x4
   call @spmdGpuSgemm(%c101, %c111, %c111, %c4_i32, %c4_i32, %c4_i32, %one, %ib, %c4_i32, %ia, %c4_i32, %zero, %id, %c4_i32) : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32) -> ()
   return %c, %d : memref<4x4xf32>, memref<4x4xf32>
 }
+
+// -----
+
+// A batched matmul's backward (attention's `att @ v`): two strided-batched
+// GEMMs that read the same gradient become one call of their own pair (18
+// operands each); a single GEMM next to them is not grouped with either.
+// CHECK-LABEL: func.func @batched
+// CHECK: call @spmdGpuSgemmStridedBatchedPair(%{{.*}}) : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i64, i32, i64, f32, i64, i32, i64, i32, i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i64, i32, i64, f32, i64, i32, i64, i32) -> ()
+// CHECK: call @spmdGpuSgemm(
+// CHECK-NOT: call @{{.*}}Pair(
+func.func private @spmdGpuSgemmStridedBatched(i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i64, i32, i64, f32, i64, i32, i64, i32)
+func.func private @spmdGpuSgemm(i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32)
+func.func @batched(%g: memref<2x4x4xf32>, %a: memref<2x4x4xf32>, %v: memref<2x4x4xf32>) -> (memref<2x4x4xf32>, memref<2x4x4xf32>, memref<4x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %c2_i32 = arith.constant 2 : i32
+  %c4_i32 = arith.constant 4 : i32
+  %c16_i64 = arith.constant 16 : i64
+  %c101 = arith.constant 101 : i32
+  %c111 = arith.constant 111 : i32
+  %c112 = arith.constant 112 : i32
+  %pg = memref.extract_aligned_pointer_as_index %g : memref<2x4x4xf32> -> index
+  %ig = arith.index_cast %pg : index to i64
+  %pa = memref.extract_aligned_pointer_as_index %a : memref<2x4x4xf32> -> index
+  %ia = arith.index_cast %pa : index to i64
+  %pv = memref.extract_aligned_pointer_as_index %v : memref<2x4x4xf32> -> index
+  %iv = arith.index_cast %pv : index to i64
+  %da = gpu.alloc () : memref<2x4x4xf32>
+  %pda = memref.extract_aligned_pointer_as_index %da : memref<2x4x4xf32> -> index
+  %ida = arith.index_cast %pda : index to i64
+  call @spmdGpuSgemmStridedBatched(%c101, %c111, %c112, %c4_i32, %c4_i32, %c4_i32, %one, %ig, %c4_i32, %c16_i64, %iv, %c4_i32, %c16_i64, %zero, %ida, %c4_i32, %c16_i64, %c2_i32) : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i64, i32, i64, f32, i64, i32, i64, i32) -> ()
+  %dv = gpu.alloc () : memref<2x4x4xf32>
+  %pdv = memref.extract_aligned_pointer_as_index %dv : memref<2x4x4xf32> -> index
+  %idv = arith.index_cast %pdv : index to i64
+  call @spmdGpuSgemmStridedBatched(%c101, %c112, %c111, %c4_i32, %c4_i32, %c4_i32, %one, %ia, %c4_i32, %c16_i64, %ig, %c4_i32, %c16_i64, %zero, %idv, %c4_i32, %c16_i64, %c2_i32) : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i64, i32, i64, f32, i64, i32, i64, i32) -> ()
+  %s = gpu.alloc () : memref<4x4xf32>
+  %ps = memref.extract_aligned_pointer_as_index %s : memref<4x4xf32> -> index
+  %is = arith.index_cast %ps : index to i64
+  call @spmdGpuSgemm(%c101, %c111, %c111, %c4_i32, %c4_i32, %c4_i32, %one, %ig, %c4_i32, %iv, %c4_i32, %zero, %is, %c4_i32) : (i32, i32, i32, i32, i32, i32, f32, i64, i32, i64, i32, f32, i64, i32) -> ()
+  return %da, %dv, %s : memref<2x4x4xf32>, memref<2x4x4xf32>, memref<4x4xf32>
+}

@@ -278,8 +278,11 @@ def SpmdGpuGroupGemmsPass
     after `spmd-gpu-fuse-kernels`): two `spmdGpuSgemm` calls of one block
     that do not depend on each other become one `spmdGpuSgemmPair` call
     (SpmdGpuRuntime.h: `cublasSgemmGroupedBatched`, two groups of one
-    matrix). A linear layer's backward is the common case: `dX = dY W` and
-    `dW = dY^T X` both read `dY` and nothing else of each other's.
+    matrix), two `spmdGpuSgemmStridedBatched` calls one
+    `spmdGpuSgemmStridedBatchedPair` (two groups of their batches). A linear
+    layer's backward is the common case: `dX = dY W` and `dW = dY^T X` both
+    read `dY` and nothing else of each other's; attention's batched
+    matmuls have the same pattern.
 
     The later call moves up to the earlier one, with the operations that
     compute its operands (addresses, views, allocations, state-address
@@ -291,8 +294,9 @@ def SpmdGpuGroupGemmsPass
     memory-touching operations ahead. Each GEMM's arithmetic is unchanged
     (the same cuBLAS GEMM per group), so are the numerics.
 
-    Not grouped: strided-batched and bf16 GEMMs (their own calls), and more
-    than two GEMMs (a third one starts the next pair).
+    Not grouped: bf16 GEMMs, GEMMs of different kinds (a single one with a
+    batched one), and more than two GEMMs (a third one starts the next
+    pair).
     ```mlir
     call @spmdGpuSgemm(%o, %n, %n, %m, %k, %n2, %one, %dy, %lda, %w, %ldb,
                        %zero, %dx, %ldc) : (...) -> ()
