@@ -159,24 +159,31 @@ struct GroupMember {
   int32_t batch;
 };
 
-std::string pairArgs(const GroupMember (&members)[2]);
+/// A grouped call's trace arguments: each member's shape.
+std::string pairArgs(const GroupMember (&members)[2]) {
+  const GroupMember &x = members[0], &y = members[1];
+  return gemmArgs(x.m, x.n, x.k, x.batch) + ", \"m1\": " + std::to_string(y.m) +
+         ", \"n1\": " + std::to_string(y.n) +
+         ", \"k1\": " + std::to_string(y.k) +
+         ", \"batch1\": " + std::to_string(y.batch);
+}
 
 /// The members as one cublasSgemmGroupedBatched call (a group per member,
 /// of `batch` matrices), on `blas`'s stream, traced as `name`; false when
 /// no address array is left (kMaxTables).
 bool groupedGemm(cublasHandle_t blas, const GroupMember (&members)[2],
                  const char *name) {
+  // Every matrix's address, cuBLAS's A (our B: column-major), then its B
+  // (our A), then C.
   std::vector<int64_t> addresses;
-  // cuBLAS's A is our B (column-major), its B our A.
-  for (int which = 0; which < 3; ++which)
+  auto add = [&](int64_t GroupMember::*base, int64_t GroupMember::*stride) {
     for (const GroupMember &g : members)
-      for (int32_t i = 0; i < g.batch; ++i) {
-        int64_t base = which == 0 ? g.b : which == 1 ? g.a : g.c;
-        int64_t stride = which == 0   ? g.strideB
-                         : which == 1 ? g.strideA
-                                      : g.strideC;
-        addresses.push_back(base + i * stride * int64_t(sizeof(float)));
-      }
+      for (int32_t i = 0; i < g.batch; ++i)
+        addresses.push_back(g.*base + i * (g.*stride) * int64_t(sizeof(float)));
+  };
+  add(&GroupMember::b, &GroupMember::strideB);
+  add(&GroupMember::a, &GroupMember::strideA);
+  add(&GroupMember::c, &GroupMember::strideC);
   CUdeviceptr table = addressTables().get(addresses, blasStream());
   if (!table)
     return false;
@@ -209,15 +216,6 @@ bool groupedGemm(cublasHandle_t blas, const GroupMember (&members)[2],
     spmd::gpu::trace::end(traced, blasStream(), name, "blas",
                           pairArgs(members));
   return true;
-}
-
-/// A grouped call's trace arguments: each member's shape.
-std::string pairArgs(const GroupMember (&members)[2]) {
-  const GroupMember &x = members[0], &y = members[1];
-  return gemmArgs(x.m, x.n, x.k, x.batch) + ", \"m1\": " + std::to_string(y.m) +
-         ", \"n1\": " + std::to_string(y.n) +
-         ", \"k1\": " + std::to_string(y.k) +
-         ", \"batch1\": " + std::to_string(y.batch);
 }
 
 } // namespace

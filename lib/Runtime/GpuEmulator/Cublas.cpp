@@ -134,6 +134,14 @@ void gemmEx(bool tf32, cudaDataType type, bool ta, bool tb, int m, int n, int k,
 
 size_t elementBytes(cudaDataType type) { return type == CUDA_R_16BF ? 2 : 4; }
 
+/// Whether a column-major GEMM's sizes and leading dimensions are valid:
+/// op(A) is m x k, op(B) k x n, C m x n; A is stored (ta ? k x m : m x k).
+bool validShape(bool ta, bool tb, int m, int n, int k, int lda, int ldb,
+                int ldc) {
+  return m >= 0 && n >= 0 && k >= 0 && lda >= (ta ? k : m) &&
+         ldb >= (tb ? n : k) && ldc >= m && lda >= 1 && ldb >= 1 && ldc >= 1;
+}
+
 } // namespace
 
 extern "C" {
@@ -205,9 +213,8 @@ cublasStatus_t cublasSgemmGroupedBatched(
             groupSize[g],
             alpha[g],
             beta[g]};
-    if (x.m < 0 || x.n < 0 || x.k < 0 || x.size < 0 ||
-        x.lda < (x.ta ? x.k : x.m) || x.ldb < (x.tb ? x.n : x.k) ||
-        x.ldc < x.m || x.lda < 1 || x.ldb < 1 || x.ldc < 1)
+    if (x.size < 0 ||
+        !validShape(x.ta, x.tb, x.m, x.n, x.k, x.lda, x.ldb, x.ldc))
       return CUBLAS_STATUS_INVALID_VALUE;
     all.push_back(x);
     problems += size_t(x.size);
@@ -278,12 +285,8 @@ cublasStatus_t cublasGemmStridedBatchedEx(
   spmd::emu::count(spmd::emu::Count::Gemm);
   if (!supportedEx(aType, bType, cType, compute))
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  if (m < 0 || n < 0 || k < 0 || batch < 0)
-    return CUBLAS_STATUS_INVALID_VALUE;
   bool ta = transA != CUBLAS_OP_N, tb = transB != CUBLAS_OP_N;
-  // op(A) is m x k, op(B) k x n, C m x n; A is stored (ta ? k x m : m x k).
-  if (lda < (ta ? k : m) || ldb < (tb ? n : k) || ldc < m || lda < 1 ||
-      ldb < 1 || ldc < 1)
+  if (batch < 0 || !validShape(ta, tb, m, n, k, lda, ldb, ldc))
     return CUBLAS_STATUS_INVALID_VALUE;
   // Host pointer mode: alpha and beta are read at the call.
   size_t in = elementBytes(aType);
