@@ -49,17 +49,24 @@ status=0
    $([ "$jobs" -gt 1 ] && echo "-fork=$jobs -ignore_crashes=0") \
 ) >"$log" 2>&1 || status=$?
 elapsed=$(( $(date +%s) - start ))
-execs=$(grep -o "stat::number_of_executed_units: *[0-9]*" "$log" | awk '{s += $2} END {print s + 0}')
+execs=$({ grep -o "stat::number_of_executed_units: *[0-9]*" "$log" || true; } |
+  awk '{s += $2} END {print s + 0}')
 if [ "$execs" = 0 ]; then
   # -fork mode reports progress lines instead of final stats.
-  execs=$(grep -o "#[0-9]*" "$log" | tail -1 | tr -d '#')
+  execs=$({ grep -o "^#[0-9]*" "$log" || true; } | tail -1 | tr -d '#')
 fi
 echo "[spmd fuzz] ${execs:-0} executions in ${elapsed} s; corpus: $(ls "$corpus" | wc -l) inputs; log: $log"
 crashes=$(ls "$fuzz_dir" | grep -E '^(crash|leak|timeout|oom)-' || true)
 if [ "$status" -ne 0 ] || [ -n "$crashes" ]; then
   echo "[spmd fuzz] FAILED (exit $status):" >&2
   grep -E "ERROR: (AddressSanitizer|libFuzzer|UndefinedBehaviorSanitizer)|runtime error|LLVM ERROR|SUMMARY" "$log" | head -5 >&2 || true
-  for c in $crashes; do echo "  input: $fuzz_dir/$c" >&2; done
+  # The stack and the input itself: a CI machine's crash file is gone once
+  # the run ends, and its log is all there is to reproduce it from.
+  grep -E "^ +#[0-9]+ 0x" "$log" | head -25 >&2 || true
+  for c in $crashes; do
+    echo "  input: $fuzz_dir/$c ($(wc -c <"$fuzz_dir/$c") bytes), base64:" >&2
+    head -c 6000 "$fuzz_dir/$c" | base64 >&2
+  done
   status=1
 fi
 if [ -n "${SPMD_FUZZ_XML:-}" ]; then
