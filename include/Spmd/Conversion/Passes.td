@@ -188,6 +188,45 @@ def SpmdBf16BitsInMemoryPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def SpmdElideBufferCopiesPass
+    : Pass<"spmd-elide-buffer-copies", "::mlir::func::FuncOp"> {
+  let summary = "Computes values into the buffer they would be copied to";
+  let description = [{
+    On buffers, right after bufferization (part of `spmd-lower-to-cpu` and
+    `spmd-lower-to-nvvm`): a `memref.copy` whose source is a fresh static
+    buffer (or a reshape of one) that a GEMM (`linalg.matmul`,
+    `linalg.batch_matmul`) computes, or of one element (the loss), and whose
+    target is a contiguous static slice of another fresh one-dimensional
+    buffer (a weight gradient copied into its collective's bucket) is
+    removed, and the ops that computed the source compute into the slice,
+    reshaped to the source's shape (a GEMM then writes it through its
+    leading dimension). It applies only when every use of the source comes
+    before the copy and reads or writes by element (linalg ops, loads,
+    stores, copies) and nothing touches the slice's elements from the
+    source's first use to the copy; the target buffer moves up to the first
+    use when it came later. The same values are computed in the same
+    order: only where they are stored changes. Other copies are left as
+    they are: a loop nest's output of several elements (a bias's gradient)
+    keeps its copy, which on the GPU is what gathers those small reductions
+    into one kernel before the collective.
+    ```mlir
+    %g = memref.alloc() : memref<4x16xf32>
+    linalg.matmul ins(%a, %b : ...) outs(%g : memref<4x16xf32>)
+    %bucket = memref.alloc() : memref<181xf32>
+    %flat = memref.collapse_shape %g [[0, 1]] : ... into memref<64xf32>
+    %s = memref.subview %bucket[1] [64] [1] : ... to memref<64xf32, strided<[1], offset: 1>>
+    memref.copy %flat, %s : ...
+    // becomes
+    %bucket = memref.alloc() : memref<181xf32>
+    %s = memref.subview %bucket[1] [64] [1] : ...
+    %g = memref.expand_shape %s [[0, 1]] output_shape [4, 16] : ...
+        into memref<4x16xf32, strided<[16, 1], offset: 1>>
+    linalg.matmul ins(%a, %b : ...) outs(%g : ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def SpmdBlockedFullReductionsPass
     : Pass<"spmd-blocked-full-reductions", "::mlir::func::FuncOp"> {
   let summary = "Sums large buffers in blocks, not one long f32 loop";

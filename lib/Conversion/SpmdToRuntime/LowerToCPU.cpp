@@ -44,6 +44,8 @@ void mlir::spmd::buildLowerToBuffers(
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Before deallocation is placed: a gradient is computed in its bucket.
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdElideBufferCopiesPass());
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createConvertBufferizationToMemRefPass());
@@ -91,9 +93,9 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "Lowers a local spmd program to the LLVM dialect for the CPU: "
       "decompose optimizers and foreach, convert-spmd-to-runtime, fusion, "
       "attention to flash kernels, one-hot matmuls as row scatters, state "
-      "updated in place, one-shot "
-      "bufferization, buffer "
-      "deallocation, f32 matmuls to spmdSgemm (cblas_sgemm), "
+      "updated in place, one-shot bufferization, weight gradients computed "
+      "into their buckets, buffer deallocation, f32 matmuls to spmdSgemm "
+      "(cblas_sgemm), "
       "large full reductions in blocks, loop nests outlined, trace regions of "
       "the user's source lines, other linalg to loops, to LLVM",
       [](OpPassManager &pm) {
