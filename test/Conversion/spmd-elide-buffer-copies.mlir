@@ -34,6 +34,27 @@ func.func @into_bucket(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %x: memref<4xf
 
 // -----
 
+// The copy of the source itself (no reshape between).
+// CHECK-LABEL: func.func @direct
+// CHECK-NEXT: %[[BUCKET:.*]] = memref.alloc() : memref<3xf32>
+// CHECK-NEXT: %[[S:.*]] = memref.subview %[[BUCKET]][2] [1] [1]
+// CHECK-NEXT: linalg.reduce ins(%{{.*}} : memref<4x1xf32>) outs(%[[S]] : memref<1xf32, strided<[1], offset: 2>>)
+// CHECK-NOT: memref.copy
+func.func @direct(%x: memref<4x1xf32>) -> memref<3xf32> {
+  %r = memref.alloc() : memref<1xf32>
+  linalg.reduce ins(%x : memref<4x1xf32>) outs(%r : memref<1xf32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %s = arith.addf %in, %acc : f32
+      linalg.yield %s : f32
+    }
+  %bucket = memref.alloc() : memref<3xf32>
+  %s = memref.subview %bucket[2] [1] [1] : memref<3xf32> to memref<1xf32, strided<[1], offset: 2>>
+  memref.copy %r, %s : memref<1xf32> to memref<1xf32, strided<[1], offset: 2>>
+  return %bucket : memref<3xf32>
+}
+
+// -----
+
 // A loop nest's output of several elements keeps its copy (on the GPU the
 // copy gathers such reductions into one kernel).
 // CHECK-LABEL: func.func @loop_output

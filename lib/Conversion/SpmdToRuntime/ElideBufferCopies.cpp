@@ -133,9 +133,10 @@ LogicalResult elide(memref::CopyOp copy) {
   // Every use of the allocation comes before the copy and takes any
   // layout; the first of them starts the allocation's live range.
   Operation *first = copy;
+  Operation *head = chain.empty() ? copy.getOperation() : chain.back();
   for (OpOperand &use : alloc->getUses()) {
     Operation *user = use.getOwner();
-    if (!chain.empty() && user == chain.back())
+    if (user == head)
       continue;
     Operation *at = inBlock(block, user);
     if (!at || !takesAnyLayout(user) || !at->isBeforeInBlock(copy))
