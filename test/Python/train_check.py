@@ -542,13 +542,21 @@ def autocast(kind):
     return torch.autocast(device_type="cpu", dtype=dtype)
 
 
-def make_step(loss_fn, kind=None):
+def clip(model, max_norm):
+    """nanoGPT's gradient clipping between backward and the optimizer step
+    (torch.nn.utils.clip_grad_norm_), when `max_norm` is set."""
+    if max_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+
+
+def make_step(loss_fn, kind=None, max_norm=None):
     """The plain eager train step of every case (forward and loss under
-    autocast when `kind` is set)."""
+    autocast when `kind` is set; gradients clipped to `max_norm`)."""
     def train_step(model, opt, x, y):
         with autocast(kind):
             loss = loss_fn(model(x), y)
         loss.backward()
+        clip(model, max_norm)
         opt.step()
         opt.zero_grad()
         return loss
@@ -599,6 +607,9 @@ def main():
     parser.add_argument("--autocast", choices=["bf16", "f16"],
                         help="mixed precision: forward and loss under "
                         "torch.autocast, compiled and eager alike")
+    parser.add_argument("--clip-grad-norm", type=float, default=None,
+                        help="clip_grad_norm_(model.parameters(), MAX) "
+                        "between backward and step, compiled and eager alike")
     parser.add_argument("--parallel-style", default="replicate",
                         choices=["replicate", "fully_shard"],
                         help="spmd.DataParallel(parallel_style=...); "
@@ -615,7 +626,7 @@ def main():
     mode = spmd.DataParallel(parallel_style=args.parallel_style)
     sharded = args.parallel_style == "fully_shard"
     train_step = spmd.compile(parallel_mode=mode)(
-        make_step(loss_fn, args.autocast))
+        make_step(loss_fn, args.autocast, args.clip_grad_norm))
     # After every step: the case's scheduler (or manual changes), on both
     # optimizers alike.
     after_step = []
@@ -632,6 +643,7 @@ def main():
         with autocast(args.autocast):
             loss = loss_fn(ref_model(x), y)
         loss.backward()
+        clip(ref_model, args.clip_grad_norm)
         ref_opt.step()
         ref_opt.zero_grad()
         return loss.detach()
