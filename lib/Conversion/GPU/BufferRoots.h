@@ -12,6 +12,7 @@
 #define SPMD_LIB_CONVERSION_GPU_BUFFERROOTS_H
 
 #include "Spmd/Conversion/GPU/Passes.h"
+#include "Spmd/Conversion/StaticExtent.h"
 #include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -76,28 +77,6 @@ inline bool mayAlias(const Root &a, const Root &b) {
 /// compared by their layouts' offsets).
 inline bool sameRoot(const Root &a, const Root &b) {
   return a.kind == b.kind && a.key == b.key;
-}
-
-/// The elements of its root that a view with a static layout may touch,
-/// [first, last] counted from the root's start (views share the root's
-/// aligned pointer, from which their layouts' offsets count).
-inline std::optional<std::pair<int64_t, int64_t>> staticExtent(Value value) {
-  auto type = dyn_cast<MemRefType>(value.getType());
-  if (!type || !type.hasStaticShape())
-    return std::nullopt;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) ||
-      ShapedType::isDynamic(offset) ||
-      llvm::any_of(strides, ShapedType::isDynamic) || offset < 0)
-    return std::nullopt;
-  int64_t last = offset;
-  for (auto [size, stride] : llvm::zip(type.getShape(), strides)) {
-    if (size == 0)
-      return std::nullopt;
-    last += (size - 1) * stride;
-  }
-  return std::make_pair(offset, last);
 }
 
 /// Whether `a` and `b` are static subviews of one identity-layout buffer

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Conversion/Passes.h"
+#include "Spmd/Conversion/StaticExtent.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -38,27 +39,6 @@ memref::AllocOp staticAlloc(Value value) {
   return alloc;
 }
 
-/// The elements of the buffer it views that a value with a static layout
-/// may touch, [first, last] from the buffer's start; none for a dynamic
-/// layout (it may touch any).
-std::optional<std::pair<int64_t, int64_t>> extent(Value view) {
-  auto type = dyn_cast<MemRefType>(view.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (!type || !type.hasStaticShape() ||
-      failed(type.getStridesAndOffset(strides, offset)) ||
-      ShapedType::isDynamic(offset) ||
-      llvm::any_of(strides, ShapedType::isDynamic))
-    return std::nullopt;
-  int64_t last = offset;
-  for (auto [size, stride] : llvm::zip(type.getShape(), strides)) {
-    if (size == 0)
-      return std::nullopt;
-    last += (size - 1) * stride;
-  }
-  return std::make_pair(offset, last);
-}
-
 /// The op of `block` that is or holds `op`.
 Operation *inBlock(Block *block, Operation *op) {
   return block->findAncestorOpInBlock(*op);
@@ -84,7 +64,8 @@ bool touchedBetween(Value buffer, std::pair<int64_t, int64_t> range,
         return true;
       if (at->isBeforeInBlock(from) || at == to || to->isBeforeInBlock(at))
         continue;
-      std::optional<std::pair<int64_t, int64_t>> touched = extent(view);
+      std::optional<std::pair<int64_t, int64_t>> touched =
+          spmd::staticExtent(view);
       if (!touched ||
           !(touched->second < range.first || range.second < touched->first))
         return true;
@@ -124,7 +105,7 @@ LogicalResult elide(memref::CopyOp copy) {
   if (!slice || slice.getType().getRank() != 1)
     return failure();
   memref::AllocOp bucket = staticAlloc(slice.getSource());
-  std::optional<std::pair<int64_t, int64_t>> range = extent(slice);
+  std::optional<std::pair<int64_t, int64_t>> range = spmd::staticExtent(slice);
   if (!bucket || bucket->getBlock() != block || bucket == alloc || !range ||
       range->second - range->first + 1 != alloc.getType().getNumElements() ||
       slice.getType().getElementType() != alloc.getType().getElementType())
