@@ -29,7 +29,7 @@ _PACKAGE = Path(__file__).parent
 
 
 @functools.lru_cache(maxsize=None)
-def _versions() -> bytes:
+def versions() -> bytes:
     """Once per process: the versions and the bridge's sources do not change
     under a running program."""
     try:
@@ -88,7 +88,7 @@ def _tensor_bytes(tensor: torch.Tensor) -> bytes:
 def fingerprint(graph: torch.fx.GraphModule, name: str) -> Optional[str]:
     """The key of `graph`'s import as function `name` (None: a constant
     that cannot be read, e.g. a fake tensor; not cached)."""
-    key = hashlib.sha256(_versions())
+    key = hashlib.sha256(versions())
     key.update(name.encode())
     constants = []
     for node in graph.graph.nodes:

@@ -358,58 +358,88 @@ def _compiling():
         torch.compiler._is_compiling_flag = saved
 
 
-def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
+class _Harness:
+    """The user's step made a function of its traced state: `step(params,
+    buffers, inputs, rng)` runs it with the model reparametrized by
+    `params` and `buffers` and the optimizer captured; what it learns of the
+    step's outputs lands in `result`."""
+
+    def __init__(self, fn, args, kwargs, world: int, default: Placement):
+        leaves, spec = pytree.tree_flatten((args, kwargs))
+        model, optimizer = _find_model_and_optimizer(leaves)
+        named_params = dict(model.named_parameters())
+        named_buffers = dict(model.named_buffers())
+        name_of = _parameter_names(named_params, optimizer)
+        self.inputs = inputs = _input_infos(leaves, world, default)
+        _check_state(named_params, named_buffers)
+        self.model, self.optimizer = model, optimizer
+        self.named_params, self.named_buffers = named_params, named_buffers
+        self.param_names = param_names = list(named_params)
+        self.buffer_names = buffer_names = list(named_buffers)
+        self.result = result = {}
+
+        def step(params, buffers, tensors, rng):
+            with _random.tracing(rng) as draws:
+                out = traced_step(params, buffers, tensors)
+            result["rng_draws"] = draws.drawn
+            return out
+
+        def traced_step(params, buffers, tensors):
+            flat = list(leaves)
+            for info, t in zip(inputs, tensors):
+                flat[info.position] = t
+            call_args, call_kwargs = pytree.tree_unflatten(flat, spec)
+            mapping = dict(zip(param_names, params))
+            mapping.update(zip(buffer_names, buffers))
+            traced_by_id = {id(named_params[n]): t
+                            for n, t in zip(param_names, params)}
+            capture = _OptimizerCapture(optimizer, traced_by_id)
+            with stateless._reparametrize_module(model, mapping,
+                                                 tie_weights=True), \
+                    capture, _attention.traced_attention():
+                out = fn(*call_args, **call_kwargs)
+            out_leaves, out_spec = pytree.tree_flatten(out)
+            if not all(isinstance(o, torch.Tensor) for o in out_leaves):
+                raise UnsupportedError(
+                    "spmd.compile: the step may only return tensors (or "
+                    "nested tuples/lists/dicts of them)",
+                    hint="return the tensor and call .item() after the step")
+            result["num_outputs"] = len(out_leaves)
+            result["output_spec"] = out_spec
+            grads, result["grad_names"] = _captured_grads(optimizer, capture,
+                                                          name_of)
+            return (*[o.detach() for o in out_leaves], *grads)
+
+        self.step = step
+
+    def state(self, device=None):
+        """The parameters, buffers and random state (seed, offset) the step
+        is traced with; on `device` ("meta") when given."""
+        params, buffers = _traced_state(
+            self.model, self.named_params, self.named_buffers,
+            self.param_names, self.buffer_names, device)
+        where = next((t.device for t in params + buffers),
+                     torch.device("cpu"))
+        return params, buffers, torch.zeros(2, dtype=torch.int64,
+                                            device=device or where)
+
+    def traced(self, graph, buffer_updates=()) -> Traced:
+        return Traced(graph, self.model, self.optimizer, self.param_names,
+                      self.buffer_names, self.inputs,
+                      self.result["num_outputs"], self.result["output_spec"],
+                      self.result["grad_names"], self.result["rng_draws"],
+                      list(buffer_updates))
+
+
+def trace(fn, args, kwargs, world: int, default: Placement,
+          observe=None) -> Traced:
     """`world`: the ranks the batch is split over (the data-parallel axis
-    of the mesh)."""
-    leaves, spec = pytree.tree_flatten((args, kwargs))
-    model, optimizer = _find_model_and_optimizer(leaves)
-    named_params = dict(model.named_parameters())
-    named_buffers = dict(model.named_buffers())
-    name_of = _parameter_names(named_params, optimizer)
-    inputs = _input_infos(leaves, world, default)
-    _check_state(named_params, named_buffers)
-
-    param_names = list(named_params)
-    buffer_names = list(named_buffers)
-    result = {}
-
-    def step(params, buffers, tensors, rng):
-        with _random.tracing(rng) as draws:
-            out = traced_step(params, buffers, tensors)
-        result["rng_draws"] = draws.drawn
-        return out
-
-    def traced_step(params, buffers, tensors):
-        flat = list(leaves)
-        for info, t in zip(inputs, tensors):
-            flat[info.position] = t
-        call_args, call_kwargs = pytree.tree_unflatten(flat, spec)
-        mapping = dict(zip(param_names, params))
-        mapping.update(zip(buffer_names, buffers))
-        traced_by_id = {id(named_params[n]): t
-                        for n, t in zip(param_names, params)}
-        capture = _OptimizerCapture(optimizer, traced_by_id)
-        with stateless._reparametrize_module(model, mapping,
-                                             tie_weights=True), capture, \
-                _attention.traced_attention():
-            out = fn(*call_args, **call_kwargs)
-        out_leaves, out_spec = pytree.tree_flatten(out)
-        if not all(isinstance(o, torch.Tensor) for o in out_leaves):
-            raise UnsupportedError(
-                "spmd.compile: the step may only return tensors (or nested "
-                "tuples/lists/dicts of them)",
-                hint="return the tensor and call .item() after the step")
-        result["num_outputs"] = len(out_leaves)
-        result["output_spec"] = out_spec
-        grads, result["grad_names"] = _captured_grads(optimizer, capture,
-                                                      name_of)
-        return (*[o.detach() for o in out_leaves], *grads)
-
-    params, buffers = _traced_state(model, named_params, named_buffers,
-                                    param_names, buffer_names)
-    # The random stream's state (seed, offset), where the model is.
-    rng = torch.zeros(2, dtype=torch.int64, device=next(
-        (t.device for t in params + buffers), torch.device("cpu")))
+    of the mesh). `observe(step) -> step`: wraps the step make_fx runs (the
+    program cache's op recorder, _program_cache.py)."""
+    harness = _Harness(fn, args, kwargs, world, default)
+    params, buffers, rng = harness.state()
+    step = harness.step if observe is None else observe(harness.step)
+    inputs = harness.inputs
     try:
         with torch.enable_grad(), _stack_traces_from_step(), _compiling(), \
                 _without_onednn():
@@ -424,15 +454,29 @@ def trace(fn, args, kwargs, world: int, default: Placement) -> Traced:
     _check_graph(graph, set(placeholders[len(params):
                                          len(params) + len(buffers)]))
     flat_inputs = params + buffers + [_fake_input(i) for i in inputs]
-    if result["rng_draws"]:
+    if harness.result["rng_draws"]:
         flat_inputs.append(rng)
     else:
         _drop_rng_input(graph)
     graph = _functionalize(graph, flat_inputs)
-    updates = _buffer_updates_as_outputs(graph, len(params), buffer_names)
-    return Traced(graph, model, optimizer, param_names, buffer_names, inputs,
-                  result["num_outputs"], result["output_spec"],
-                  result["grad_names"], result["rng_draws"], updates)
+    updates = _buffer_updates_as_outputs(graph, len(params),
+                                         harness.buffer_names)
+    return harness.traced(graph, updates)
+
+
+def run_on_meta(fn, args, kwargs, world: int, default: Placement,
+                observe) -> Traced:
+    """The step run once as `trace` runs it, on meta tensors (no data, no
+    make_fx, no decompositions: a tenth of the time), for `observe` to see
+    its ops. The result has no graph. Raises whatever the step or a meta
+    kernel raises (tracing then reports it properly)."""
+    harness = _Harness(fn, args, kwargs, world, default)
+    params, buffers, rng = harness.state("meta")
+    inputs = [torch.empty(i.global_shape, dtype=i.dtype, device="meta")
+              for i in harness.inputs]
+    with torch.enable_grad(), _compiling(), _without_onednn():
+        observe(harness.step)(params, buffers, inputs, rng)
+    return harness.traced(None)
 
 
 def _parameter_names(named_params, optimizer) -> dict:
@@ -536,18 +580,22 @@ def _fake_input(info: InputInfo) -> torch.Tensor:
 
 
 def _traced_state(model, named_params, named_buffers, param_names,
-                  buffer_names):
+                  buffer_names, device=None):
     """The parameters and buffers the step is traced with: copies, and for a
     fully sharded model's parameters (this rank's chunks) tensors of their
-    global shapes."""
+    global shapes; on `device` ("meta": shapes only) when given."""
     shapes = {n: shape for n, (shape, _) in
               _sharding.sharded_params(model).items()}
-    params = [(torch.empty(shapes[n], dtype=named_params[n].dtype,
-                           device=named_params[n].device)
-               if n in shapes else named_params[n].detach().clone())
+
+    def like(t, shape=None):
+        if device is None and shape is None:
+            return t.detach().clone()
+        return torch.empty(t.shape if shape is None else shape,
+                           dtype=t.dtype, device=device or t.device)
+    params = [like(named_params[n], shapes.get(n))
               .requires_grad_(named_params[n].requires_grad)
               for n in param_names]
-    buffers = [named_buffers[n].detach().clone() for n in buffer_names]
+    buffers = [like(named_buffers[n]) for n in buffer_names]
     return params, buffers
 
 

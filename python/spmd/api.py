@@ -12,8 +12,8 @@ import torch
 from torch.nn.utils._named_member_accessor import NamedMemberAccessor
 from torch.utils import _pytree as pytree
 
-from . import (_device, _import_cache, _profile, _program, _progress, _runtime,
-               _sharding, _toolchain, _trace)
+from . import (_device, _import_cache, _profile, _program, _program_cache,
+               _progress, _runtime, _sharding, _toolchain, _trace)
 from ._errors import UnsupportedError
 from ._executable import Executable
 from .placement import Placement, Shard
@@ -255,6 +255,12 @@ _MODELS = itertools.count()
 _PROGRAMS = itertools.count()
 
 
+def _model_device(model) -> torch.device:
+    return next((t.device for t in itertools.chain(model.parameters(),
+                                                   model.buffers())),
+                torch.device("cpu"))
+
+
 def _model_prefix(model) -> str:
     if model not in _MODEL_PREFIX:
         k = next(_MODELS)
@@ -274,16 +280,17 @@ def _build_where(here: bool, text: str, pipeline: str, target: str):
     _runtime.agree_on_failure(error)
 
 
-def _optimizer_structure(optimizer):
+def _optimizer_structure(optimizer, names=None):
     """What of an optimizer's param groups shapes the compiled program: the
     parameters of each group and the options that add or remove terms.
     Float values (lr, momentum, betas, eps, weight decay) are read on every
     call instead (an LR scheduler changes them without recompiling); a
-    change of what is here compiles a new program."""
+    change of what is here compiles a new program. `names` ({id: FQN}):
+    the parameters by name instead of identity (the program cache's key)."""
     groups = []
     for g in optimizer.param_groups:
         groups.append((
-            tuple(id(p) for p in g["params"]),
+            tuple(names.get(id(p)) if names else id(p) for p in g["params"]),
             float(g.get("momentum", 0.0)) != 0.0,
             float(g.get("weight_decay", 0.0)) != 0.0,
             bool(g.get("nesterov", False)),
@@ -291,6 +298,7 @@ def _optimizer_structure(optimizer):
             bool(g.get("maximize", False)),
             bool(g.get("decoupled_weight_decay", False)),
             g.get("foreach"), g.get("fused"),
+            tuple(sorted(k for k in g if k != "params")),
         ))
     return type(optimizer).__name__, tuple(groups)
 
@@ -398,23 +406,88 @@ class CompiledStep:
                                                         world)
         if model is not None:
             _sharding.check_style(model, self.style)
+        world_dp = 1 if data_axis is None else mesh[data_axis]
+        placement = self.data_parallel.input_placement
+        prefix = _model_prefix(model) if model is not None else ""
+        index = next(_PROGRAMS)
+        # The program cache (_program_cache.py): not for steps whose program
+        # text a user's override rewrites (its code is not in the key).
+        ctx = recorder = None
+        if model is not None and not self.overrides and \
+                _program_cache.enabled():
+            ctx = _program_cache.context((
+                self._context(leaves, model), world, mesh, data_axis,
+                sorted(layouts.items()) if layouts else None,
+                self.data_parallel.fully_shard, repr(placement), prefix,
+                index))
+            found = self._from_program_cache(ctx, args, kwargs, world_dp,
+                                             placement, model)
+            if found is not None:
+                return found
+            recorder = _program_cache.Recorder(ctx, _model_device(model))
         with _progress.phase("trace (make_fx)"):
-            traced = _trace.trace(self.fn, args, kwargs,
-                                  1 if data_axis is None else mesh[data_axis],
-                                  self.data_parallel.input_placement)
+            traced = _trace.trace(self.fn, args, kwargs, world_dp, placement,
+                                  observe=recorder and recorder.observe)
         with _progress.phase("import (torch-mlir)"):
             imported = _import_cache.import_graph(traced.graph,
                                                   _program.CALLEE)
         with _progress.phase("global program"):
-            program = _program.build(traced, imported, world,
-                                     prefix=_model_prefix(traced.model),
-                                     index=next(_PROGRAMS), mesh=mesh,
+            program = _program.build(traced, imported, world, prefix=prefix,
+                                     index=index, mesh=mesh,
                                      layouts=layouts, data_axis=data_axis,
                                      gather_first_axis=self.data_parallel
                                      .fully_shard)
             for override in self.overrides:
                 program.text = override.transform(program.text)
+        if recorder is not None:
+            _program_cache.store(ctx, recorder.key(), traced, program)
         return traced, program
+
+    def _context(self, leaves, model):
+        """What of the step's arguments the program is built from besides
+        its ops: the state's names, shapes and dtypes, the inputs' shapes
+        and placements, the optimizer's structure (by parameter name)."""
+        names = {id(p): n for n, p in model.named_parameters()}
+        parts = [getattr(self.fn, "__module__", None),
+                 getattr(self.fn, "__qualname__", None)]
+        for leaf in leaves:
+            if isinstance(leaf, torch.Tensor):
+                parts.append(("T", tuple(leaf.shape), str(leaf.dtype),
+                              leaf.device.type,
+                              repr(getattr(leaf, "_spmd_placement", None))))
+            elif isinstance(leaf, torch.optim.Optimizer):
+                parts.append(("O", _optimizer_structure(leaf, names)))
+            elif isinstance(leaf, torch.nn.Module):
+                parts.append(("M", tuple(m.training for m in leaf.modules()),
+                              tuple((n, tuple(p.shape), str(p.dtype),
+                                     p.requires_grad, tuple(
+                                         _sharding.global_shape(leaf, n, p)))
+                                    for n, p in leaf.named_parameters()),
+                              tuple((n, tuple(b.shape), str(b.dtype))
+                                    for n, b in leaf.named_buffers())))
+            else:
+                parts.append(("C", repr(leaf)))
+        return tuple(parts)
+
+    def _from_program_cache(self, ctx, args, kwargs, world_dp, placement,
+                            model):
+        """The traced step and program an earlier compile stored for the ops
+        this step runs (on meta tensors), or None."""
+        if not _program_cache.has_candidates(ctx):
+            return None
+        recorder = _program_cache.Recorder(ctx, _model_device(model),
+                                           on_meta=True)
+        with _progress.phase("trace (meta)"):
+            try:
+                ran = _trace.run_on_meta(self.fn, args, kwargs, world_dp,
+                                         placement, recorder.observe)
+            except Exception:  # make_fx traces it and reports what fails
+                return None
+        found = _program_cache.load(ctx, recorder.key(), model,
+                                    ran.optimizer)
+        if found is None or not _program_cache.agrees(found[0], ran):
+            return None
+        return found
 
     def __call__(self, *args, **kwargs):
         # Accepted as in torch.distributed._spmd; every step already leaves

@@ -1,0 +1,271 @@
+"""A cached start without make_fx: the compiled step's program, found by
+the ops the step runs.
+
+make_fx costs a cached start most of its time (1.5-2 s of a 4-layer GPT's,
+the first trace of a process paying for fake tensors and decompositions).
+What makes the graph is the sequence of ATen ops the step dispatches (before
+decomposition), their arguments and where each tensor comes from; the
+decompositions, functionalization and the program built from the graph are
+deterministic given the versions of torch, torch-mlir and this package. So
+every compile records that sequence while make_fx traces (a dispatch mode
+inside the trace, `Recorder`) and stores what it built (the traced step's
+metadata and the global program) under its digest; a later process runs the
+step once on meta tensors under the same recorder (~0.1 s, `run_on_meta`)
+and, when the digest matches, loads the program instead of tracing.
+
+What a digest covers: every op's name, its arguments (tensors by where they
+come from: a state, an input, an earlier op's result, or a constant's
+bytes; scalars by type and exact repr), each result's shape and dtype,
+which tensors the step returns, the output structure, and the
+context the program is built in (`context`): the state's names, shapes and
+dtypes, the inputs' global shapes and placements, the optimizer's
+structure, the mesh and layouts, the versions. A device argument that is
+the meta device counts as the model's device (code that writes
+`device=x.device`). Anything the recorder cannot name soundly (an argument
+of another type, a meta tensor it did not see made) leaves the compile
+uncached; a step the meta run cannot run (a data-dependent branch, an op
+without a meta kernel) is traced as always. A stored entry is keyed by the
+run that produced it, so a step whose ops change from one call to the next
+(Python state it reads) can miss, never load another program.
+
+Two runs happen only when a compile has a candidate entry (same context)
+and misses: the meta run, then make_fx. `SPMD_PROGRAM_CACHE=0` turns the
+cache off (every compile traces).
+"""
+
+import functools
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import Optional, Tuple
+
+import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import (TorchDispatchMode,
+                                          _disable_current_modes)
+
+from . import _import_cache, _progress, _toolchain
+from ._program import Program
+from ._trace import Traced
+
+_SCALARS = (bool, int, float, str, type(None))
+_ENUMS = (torch.dtype, torch.layout, torch.memory_format)
+# Not digested: record_function's regions (the profiler namespace; the
+# optimizer's step marks one), nothing the program computes, whose handles
+# are script objects without an identity to follow; and what reads a fake
+# tensor's metadata (make_fx's run dispatches them, the meta run does not).
+_QUERIES = (torch.ops.prim.device.default, torch.ops.prim.layout.default)
+_LIFTS = (torch.ops.aten.lift_fresh.default,
+          torch.ops.aten.lift_fresh_copy.default)
+
+
+def enabled() -> bool:
+    return os.environ.get("SPMD_PROGRAM_CACHE", "1") != "0"
+
+
+class _Unnamed(Exception):
+    """An argument the digest cannot describe soundly."""
+
+
+class Recorder(TorchDispatchMode):
+    """Digests the ATen ops dispatched while it is active (the innermost
+    mode: it sees each op the step calls once, before make_fx's proxy mode
+    decomposes it; nothing a kernel or a decomposition calls)."""
+
+    def __init__(self, context: str, device: torch.device,
+                 on_meta: bool = False):
+        """`device`: the model's; `on_meta`: the run is `run_on_meta`'s."""
+        super().__init__()
+        self.on_meta = on_meta
+        self.digest = hashlib.sha256(context.encode())
+        self.device = torch.device(device).type
+        self.names = {}  # TensorImpl address -> number
+        self.count = 0
+        self.failed = None
+
+    def observe(self, step):
+        """`step`, run under the recorder; its inputs and outputs named."""
+        # Same signature: make_fx names the graph's inputs after it.
+        @functools.wraps(step)
+        def observed(params, buffers, tensors, rng):
+            for t in [*params, *buffers, *tensors, rng]:
+                self._name(t)
+            with self:
+                out = step(params, buffers, tensors, rng)
+            if self.failed is None:
+                try:
+                    self._update("outputs", self._describe(out),
+                                 str(pytree.tree_flatten(out)[1]))
+                except _Unnamed as err:
+                    self.failed = f"{err} among the outputs"
+            return out
+        return observed
+
+    def key(self) -> Optional[str]:
+        return None if self.failed else self.digest.hexdigest()[:32]
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.namespace == "profiler" or func in _QUERIES:
+            return func(*args, **kwargs)
+        # Arguments are described before the op runs (an in-place op's
+        # argument is its result).
+        described = None
+        if self.failed is None:
+            try:
+                if func in _LIFTS and _is_real(args[0]):
+                    # torch.tensor(data): always by its bytes.
+                    described = ((self._constant(args[0]),),
+                                 self._describe(kwargs))
+                else:
+                    described = (self._describe(args),
+                                 self._describe(kwargs))
+            except _Unnamed as err:
+                self.failed = f"{err} to {func}"
+        if self.on_meta and func in _LIFTS and args[0].device.type != "meta":
+            # A constant the step makes (torch.tensor(...)): digested by its
+            # bytes above, then a meta tensor like the rest of the run.
+            out = torch.empty_like(args[0], device="meta")
+        else:
+            out = func(*args, **kwargs)
+        if described is not None:
+            try:
+                inputs = {a._cdata for a in pytree.tree_leaves((args, kwargs))
+                          if isinstance(a, torch.Tensor)}
+                results = [self._result(t, inputs)
+                           for t in pytree.tree_leaves(out)]
+                self._update(str(func), described, results)
+            except _Unnamed as err:
+                self.failed = f"{err} from {func}"
+        return out
+
+    def _update(self, *parts):
+        self.digest.update(repr(parts).encode())
+        self.digest.update(b"\0")
+
+    def _name(self, t: torch.Tensor) -> int:
+        # By the TensorImpl's address, not the Python object: holding the
+        # objects would change the trace (autograd copies a gradient it
+        # cannot steal), and `p.grad` is a new object for the same tensor.
+        number = self.names[t._cdata] = self.count
+        self.count += 1
+        return number
+
+    def _result(self, t, args):
+        if not isinstance(t, torch.Tensor):
+            return self._describe(t)
+        if t._cdata in args:  # in place: the argument itself
+            return ("T", self.names[t._cdata])
+        # A new tensor (its address may be a freed one's).
+        return (self._name(t), tuple(t.shape), str(t.dtype))
+
+    def _describe(self, value):
+        if isinstance(value, torch.Tensor):
+            number = self.names.get(value._cdata)
+            if number is not None:
+                return ("T", number)
+            if _is_real(value):
+                return self._constant(value)
+            raise _Unnamed("a tensor the step did not make")
+        if isinstance(value, (list, tuple)):
+            return (type(value).__name__,
+                    tuple(self._describe(v) for v in value))
+        if isinstance(value, dict):
+            return ("dict", tuple((k, self._describe(v))
+                                  for k, v in value.items()))
+        if isinstance(value, _SCALARS):
+            return (type(value).__name__, repr(value))
+        if isinstance(value, _ENUMS):
+            return str(value)
+        if isinstance(value, torch.device):
+            # The meta run's `device=x.device` is the trace's model device.
+            return ("device", self.device if value.type == "meta"
+                    else value.type)
+        raise _Unnamed(f"an argument of type {type(value).__name__}")
+
+    def _constant(self, t: torch.Tensor):
+        """A real tensor: one the step makes (torch.tensor(...)) or holds, by
+        its bytes (make_fx and the meta run see only fake or meta tensors
+        otherwise)."""
+        # Read with make_fx's modes off: the tensor is real, its copies too.
+        with _disable_current_modes(), torch._C.DisableTorchFunction():
+            flat = t.detach().cpu().contiguous().reshape(-1)
+            data = flat.view(torch.uint8).numpy().tobytes() \
+                if flat.numel() else b""
+        return ("C", tuple(t.shape), str(t.dtype),
+                hashlib.sha256(data).hexdigest())
+
+
+def _is_real(t: torch.Tensor) -> bool:
+    return t.device.type != "meta" and \
+        not torch._subclasses.fake_tensor.is_fake(t)
+
+
+def context(parts) -> str:
+    """The digest's context: `parts` (the compile's options, the state's
+    and inputs' shapes, ...) and the versions programs are built by."""
+    return repr((_import_cache.versions(), torch.get_default_dtype(),
+                 torch.are_deterministic_algorithms_enabled(), parts))
+
+
+def _directory(ctx: str) -> Path:
+    name = hashlib.sha256(ctx.encode()).hexdigest()[:24]
+    return _toolchain.cache_dir() / "programs" / name
+
+
+def has_candidates(ctx: str) -> bool:
+    """Whether any program was stored in this context (else a meta run
+    cannot hit and is skipped)."""
+    return _directory(ctx).is_dir()
+
+
+def load(ctx: str, key: Optional[str], model,
+         optimizer) -> Optional[Tuple[Traced, Program]]:
+    if key is None:
+        return None
+    path = _directory(ctx) / f"{key}.pickle"
+    try:
+        with open(path, "rb") as f:
+            stored = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError,
+            ImportError):
+        return None
+    traced = stored["traced"]
+    traced.model, traced.optimizer = model, optimizer
+    traced.output_spec = pytree.treespec_loads(stored["output_spec"])
+    _progress.note(f"cached program (no trace) {path}")
+    return traced, stored["program"]
+
+
+def agrees(stored: Traced, ran: Traced) -> bool:
+    """Whether what the meta run learnt of the step (its inputs, outputs,
+    gradients, random draws) is what the stored compile learnt: implied by
+    an equal key, checked anyway."""
+    return all(getattr(stored, f) == getattr(ran, f) for f in (
+        "param_names", "buffer_names", "inputs", "num_outputs",
+        "output_spec", "grad_names", "rng_draws"))
+
+
+def store(ctx: str, key: Optional[str], traced: Traced,
+          program: Program) -> None:
+    """Stores what `load` returns; a step whose output structure pytree
+    cannot serialize is not stored."""
+    if key is None:
+        return
+    try:
+        spec = pytree.treespec_dumps(traced.output_spec)
+    except Exception:  # a custom container pytree has no serializer for
+        return
+    kept = Traced(None, None, None, traced.param_names, traced.buffer_names,
+                  traced.inputs, traced.num_outputs, None, traced.grad_names,
+                  traced.rng_draws, traced.buffer_updates)
+    path = _directory(ctx) / f"{key}.pickle"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Written whole, then renamed: ranks sharing the cache never read a
+    # partial file.
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    with open(partial, "wb") as f:
+        pickle.dump({"traced": kept, "program": program,
+                     "output_spec": spec}, f)
+    os.replace(partial, path)
