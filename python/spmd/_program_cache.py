@@ -123,12 +123,16 @@ class Recorder(TorchDispatchMode):
                                  self._describe(kwargs))
             except _Unnamed as err:
                 self.failed = f"{err} to {func}"
-        if self.on_meta and func in _LIFTS and args[0].device.type != "meta":
+        if self.on_meta and func in _LIFTS and _is_real(args[0]):
             # A constant the step makes (torch.tensor(...)): digested by its
             # bytes above, then a meta tensor like the rest of the run.
             out = torch.empty_like(args[0], device="meta")
         else:
             out = func(*args, **kwargs)
+        if self.on_meta:
+            # What make_fx's run makes fake (torch.arange(n) on the CPU) is
+            # meta here, so it meets the other tensors on one device.
+            out = pytree.tree_map_only(torch.Tensor, _as_meta, out)
         if described is not None:
             try:
                 inputs = {a._cdata for a in pytree.tree_leaves((args, kwargs))
@@ -195,6 +199,13 @@ class Recorder(TorchDispatchMode):
                 if flat.numel() else b""
         return ("C", tuple(t.shape), str(t.dtype),
                 hashlib.sha256(data).hexdigest())
+
+
+def _as_meta(t: torch.Tensor) -> torch.Tensor:
+    if not _is_real(t):
+        return t
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype,
+                               device="meta").requires_grad_(t.requires_grad)
 
 
 def _is_real(t: torch.Tensor) -> bool:
