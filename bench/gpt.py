@@ -231,9 +231,11 @@ def report(config, cfg, runs, gflops):
     print(f"spmd cached program, second process: import torch -> first step "
           f"done {slow(cached, 'import_to_first'):.2f} s (whole process "
           f"{slow(cached, 'start_to_first'):.2f} s; model, AdamW, spmd "
-          f"set-up {slow(cached, 'setup'):.2f} s, make_fx "
+          f"set-up {slow(cached, 'setup'):.2f} s, meta run "
+          f"{c.get('trace (meta)', 0):.2f} s, make_fx "
           f"{c.get('trace (make_fx)', 0):.2f} s, import "
-          f"{c.get('import (torch-mlir)', 0):.2f} s cached); floor, eager's "
+          f"{c.get('import (torch-mlir)', 0):.2f} s; target <= 3 s); floor, "
+          f"eager's "
           f"own import torch -> first step done: "
           f"{slow(eager, 'import_to_first'):.2f} s")
     floor = matmul_flops(cfg, cfg["batch"] // 2) / (gflops * 1e9)

@@ -460,7 +460,7 @@ class CompiledStep:
             elif isinstance(leaf, torch.nn.Module):
                 parts.append(("M", tuple(m.training for m in leaf.modules()),
                               tuple((n, tuple(p.shape), str(p.dtype),
-                                     p.requires_grad, tuple(
+                                     p.device.type, p.requires_grad, tuple(
                                          _sharding.global_shape(leaf, n, p)))
                                     for n, p in leaf.named_parameters()),
                               tuple((n, tuple(b.shape), str(b.dtype))
