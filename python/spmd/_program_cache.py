@@ -1,36 +1,37 @@
 """A cached start without make_fx: the compiled step's program, found by
 the ops the step runs.
 
-make_fx costs a cached start most of its time (1.5-2 s of a 4-layer GPT's,
-the first trace of a process paying for fake tensors and decompositions).
-What makes the graph is the sequence of ATen ops the step dispatches (before
-decomposition), their arguments and where each tensor comes from; the
-decompositions, functionalization and the program built from the graph are
-deterministic given the versions of torch, torch-mlir and this package. So
-every compile records that sequence while make_fx traces (a dispatch mode
-inside the trace, `Recorder`) and stores what it built (the traced step's
-metadata and the global program) under its digest; a later process runs the
-step once on meta tensors under the same recorder (~0.1 s, `run_on_meta`)
-and, when the digest matches, loads the program instead of tracing.
+make_fx costs a cached start most of its time (1.5-2 s of a 4-layer GPT's:
+proxies, Python decompositions and the FX graph for every op). What makes
+the graph is the sequence of ATen ops the step dispatches (before
+decomposition) and their arguments; the decompositions, functionalization
+and the program built from the graph are deterministic given the versions
+of torch, torch-mlir and this package. So every compile records that
+sequence while make_fx traces (a dispatch mode inside the trace,
+`Recorder`) and stores what it built (the traced step's metadata and the
+global program) under its digest; a later process runs the step once on
+fake tensors under the same recorder, without make_fx (`run_on_fake`), and
+when the digest matches loads the program instead of tracing.
 
-What a digest covers: every op's name, its arguments (tensors by where they
-come from: a state, an input, an earlier op's result, or a constant's
-bytes; scalars by type and exact repr), each result's shape and dtype,
-which tensors the step returns, the output structure, and the
-context the program is built in (`context`): the state's names, shapes and
-dtypes, the inputs' global shapes and placements, the optimizer's
-structure, the mesh and layouts, the versions. A device argument that is
-the meta device counts as the model's device (code that writes
-`device=x.device`). Anything the recorder cannot name soundly (an argument
-of another type, a meta tensor it did not see made) leaves the compile
-uncached; a step the meta run cannot run (a data-dependent branch, an op
-without a meta kernel) is traced as always. A stored entry is keyed by the
-run that produced it, so a step whose ops change from one call to the next
-(Python state it reads) can miss, never load another program.
+What a digest covers: every op's name and its arguments (tensors by where
+they come from: a state, an input, an earlier op's result, or a constant's
+bytes; scalars by type and exact repr), which tensors the step returns, the
+output structure, and the context the program is built in (`context`): the
+state's names, shapes, dtypes and devices, the inputs' global shapes and
+placements, the optimizer's structure, the mesh and layouts, the versions.
+Anything the recorder cannot name soundly (an argument of another type, a
+fake tensor it did not see made) leaves the compile uncached; a step the
+fake run cannot run is traced as always (and its error reported by the
+trace).
 
-Two runs happen only when a compile has a candidate entry (same context)
-and misses: the meta run, then make_fx. `SPMD_PROGRAM_CACHE=0` turns the
-cache off (every compile traces).
+The fake run sees what make_fx's run sees: the same fake tensors on the
+model's device (CPU autocast, device checks in the step), the same modes
+below the recorder but the proxy one, so its digest is the digest the
+trace would take. A stored entry is keyed by the run that produced it, so
+a step whose ops change from one call to the next (Python state it reads)
+misses and traces. The fake run happens only when a compile has a
+candidate entry (same context), and a miss then runs the step's Python
+twice. `SPMD_PROGRAM_CACHE=0` turns the cache off.
 """
 
 import functools
@@ -54,7 +55,7 @@ _ENUMS = (torch.dtype, torch.layout, torch.memory_format)
 # Not digested: record_function's regions (the profiler namespace; the
 # optimizer's step marks one), nothing the program computes, whose handles
 # are script objects without an identity to follow; and what reads a fake
-# tensor's metadata (make_fx's run dispatches them, the meta run does not).
+# tensor's metadata (make_fx's proxies dispatch them).
 _QUERIES = (torch.ops.prim.device.default, torch.ops.prim.layout.default)
 _LIFTS = (torch.ops.aten.lift_fresh.default,
           torch.ops.aten.lift_fresh_copy.default)
@@ -73,13 +74,9 @@ class Recorder(TorchDispatchMode):
     mode: it sees each op the step calls once, before make_fx's proxy mode
     decomposes it; nothing a kernel or a decomposition calls)."""
 
-    def __init__(self, context: str, device: torch.device,
-                 on_meta: bool = False):
-        """`device`: the model's; `on_meta`: the run is `run_on_meta`'s."""
+    def __init__(self, context: str):
         super().__init__()
-        self.on_meta = on_meta
         self.digest = hashlib.sha256(context.encode())
-        self.device = torch.device(device).type
         self.names = {}  # TensorImpl address -> number
         self.count = 0
         self.failed = None
@@ -123,16 +120,7 @@ class Recorder(TorchDispatchMode):
                                  self._describe(kwargs))
             except _Unnamed as err:
                 self.failed = f"{err} to {func}"
-        if self.on_meta and func in _LIFTS and _is_real(args[0]):
-            # A constant the step makes (torch.tensor(...)): digested by its
-            # bytes above, then a meta tensor like the rest of the run.
-            out = torch.empty_like(args[0], device="meta")
-        else:
-            out = func(*args, **kwargs)
-        if self.on_meta:
-            # What make_fx's run makes fake (torch.arange(n) on the CPU) is
-            # meta here, so it meets the other tensors on one device.
-            out = pytree.tree_map_only(torch.Tensor, _as_meta, out)
+        out = func(*args, **kwargs)
         if described is not None:
             try:
                 inputs = {a._cdata for a in pytree.tree_leaves((args, kwargs))
@@ -161,8 +149,11 @@ class Recorder(TorchDispatchMode):
             return self._describe(t)
         if t._cdata in args:  # in place: the argument itself
             return ("T", self.names[t._cdata])
-        # A new tensor (its address may be a freed one's).
-        return (self._name(t), tuple(t.shape), str(t.dtype))
+        # A new tensor (its address may be a freed one's). Its shape, dtype
+        # and strides are not digested: they follow from the op and its
+        # arguments, and a fake kernel and make_fx's decomposition may
+        # differ there (batch_norm's saved statistics under autocast).
+        return self._name(t)
 
     def _describe(self, value):
         if isinstance(value, torch.Tensor):
@@ -183,15 +174,14 @@ class Recorder(TorchDispatchMode):
         if isinstance(value, _ENUMS):
             return str(value)
         if isinstance(value, torch.device):
-            # The meta run's `device=x.device` is the trace's model device.
-            return ("device", self.device if value.type == "meta"
-                    else value.type)
+            return ("device", str(value))
         raise _Unnamed(f"an argument of type {type(value).__name__}")
 
     def _constant(self, t: torch.Tensor):
         """A real tensor: one the step makes (torch.tensor(...)) or holds, by
-        its bytes (make_fx and the meta run see only fake or meta tensors
-        otherwise)."""
+        its bytes (the runs see only fake tensors otherwise)."""
+        if t.device.type == "meta":
+            raise _Unnamed("a meta tensor")
         # Read with make_fx's modes off: the tensor is real, its copies too.
         with _disable_current_modes(), torch._C.DisableTorchFunction():
             flat = t.detach().cpu().contiguous().reshape(-1)
@@ -201,16 +191,8 @@ class Recorder(TorchDispatchMode):
                 hashlib.sha256(data).hexdigest())
 
 
-def _as_meta(t: torch.Tensor) -> torch.Tensor:
-    if not _is_real(t):
-        return t
-    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype,
-                               device="meta").requires_grad_(t.requires_grad)
-
-
 def _is_real(t: torch.Tensor) -> bool:
-    return t.device.type != "meta" and \
-        not torch._subclasses.fake_tensor.is_fake(t)
+    return not torch._subclasses.fake_tensor.is_fake(t)
 
 
 def context(parts) -> str:
@@ -226,7 +208,7 @@ def _directory(ctx: str) -> Path:
 
 
 def has_candidates(ctx: str) -> bool:
-    """Whether any program was stored in this context (else a meta run
+    """Whether any program was stored in this context (else a fake run
     cannot hit and is skipped)."""
     return _directory(ctx).is_dir()
 
@@ -250,7 +232,7 @@ def load(ctx: str, key: Optional[str], model,
 
 
 def agrees(stored: Traced, ran: Traced) -> bool:
-    """Whether what the meta run learnt of the step (its inputs, outputs,
+    """Whether what the fake run learnt of the step (its inputs, outputs,
     gradients, random draws) is what the stored compile learnt: implied by
     an equal key, checked anyway."""
     return all(getattr(stored, f) == getattr(ran, f) for f in (

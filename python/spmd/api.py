@@ -255,12 +255,6 @@ _MODELS = itertools.count()
 _PROGRAMS = itertools.count()
 
 
-def _model_device(model) -> torch.device:
-    return next((t.device for t in itertools.chain(model.parameters(),
-                                                   model.buffers())),
-                torch.device("cpu"))
-
-
 def _model_prefix(model) -> str:
     if model not in _MODEL_PREFIX:
         k = next(_MODELS)
@@ -424,7 +418,7 @@ class CompiledStep:
                                              placement, model)
             if found is not None:
                 return found
-            recorder = _program_cache.Recorder(ctx, _model_device(model))
+            recorder = _program_cache.Recorder(ctx)
         with _progress.phase("trace (make_fx)"):
             traced = _trace.trace(self.fn, args, kwargs, world_dp, placement,
                                   observe=recorder and recorder.observe)
@@ -472,14 +466,13 @@ class CompiledStep:
     def _from_program_cache(self, ctx, args, kwargs, world_dp, placement,
                             model):
         """The traced step and program an earlier compile stored for the ops
-        this step runs (on meta tensors), or None."""
+        this step runs (on fake tensors, without make_fx), or None."""
         if not _program_cache.has_candidates(ctx):
             return None
-        recorder = _program_cache.Recorder(ctx, _model_device(model),
-                                           on_meta=True)
-        with _progress.phase("trace (meta)"):
+        recorder = _program_cache.Recorder(ctx)
+        with _progress.phase("trace (fake)"):
             try:
-                ran = _trace.run_on_meta(self.fn, args, kwargs, world_dp,
+                ran = _trace.run_on_fake(self.fn, args, kwargs, world_dp,
                                          placement, recorder.observe)
             except Exception:  # make_fx traces it and reports what fails
                 return None
