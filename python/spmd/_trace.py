@@ -491,9 +491,23 @@ def run_on_fake(fn, args, kwargs, world: int, default: Placement,
     with mode:
         inputs = [_fake_input(i) for i in harness.inputs]
         rng = torch.zeros(2, dtype=torch.int64, device=where)
-    with mode, torch.enable_grad(), _compiling(), _without_onednn():
+    with mode, torch.enable_grad(), _compiling(), _without_onednn(), \
+            _fx_tracing():
         observe(harness.step)(params, buffers, inputs, rng)
     return harness.traced(None)
+
+
+@contextlib.contextmanager
+def _fx_tracing():
+    """torch.fx's is_fx_tracing() as make_fx's run has it (True), for code
+    in the step that asks."""
+    from torch.fx import _symbolic_trace
+    saved = _symbolic_trace._is_fx_tracing_flag
+    _symbolic_trace._is_fx_tracing_flag = True
+    try:
+        yield
+    finally:
+        _symbolic_trace._is_fx_tracing_flag = saved
 
 
 def _parameter_names(named_params, optimizer) -> dict:
