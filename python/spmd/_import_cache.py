@@ -80,7 +80,7 @@ def _target(target) -> str:
         target, torch._ops.OpOverload) else str(target)
 
 
-def _tensor_bytes(tensor: torch.Tensor) -> bytes:
+def tensor_bytes(tensor: torch.Tensor) -> bytes:
     flat = tensor.detach().cpu().reshape(-1)
     return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
 
@@ -107,7 +107,7 @@ def fingerprint(graph: torch.fx.GraphModule, name: str) -> Optional[str]:
     for tensor in constants:
         key.update(repr((tuple(tensor.shape), str(tensor.dtype))).encode())
         try:
-            key.update(_tensor_bytes(tensor))
+            key.update(tensor_bytes(tensor))
         except (RuntimeError, TypeError):
             return None
     return key.hexdigest()[:32]
@@ -127,10 +127,5 @@ def import_graph(graph: torch.fx.GraphModule, name: str) -> str:
     except OSError:
         pass
     text = _importer.import_graph(graph, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Written whole, then renamed: ranks sharing the cache never read a
-    # partial file.
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(text)
-    os.replace(partial, path)
+    _toolchain.write_whole(path, text.encode())
     return text

@@ -184,9 +184,7 @@ class Recorder(TorchDispatchMode):
             raise _Unnamed("a meta tensor")
         # Read with make_fx's modes off: the tensor is real, its copies too.
         with _disable_current_modes(), torch._C.DisableTorchFunction():
-            flat = t.detach().cpu().contiguous().reshape(-1)
-            data = flat.view(torch.uint8).numpy().tobytes() \
-                if flat.numel() else b""
+            data = _import_cache.tensor_bytes(t)
         return ("C", tuple(t.shape), str(t.dtype),
                 hashlib.sha256(data).hexdigest())
 
@@ -253,12 +251,5 @@ def store(ctx: str, key: Optional[str], traced: Traced,
     kept = Traced(None, None, None, traced.param_names, traced.buffer_names,
                   traced.inputs, traced.num_outputs, None, traced.grad_names,
                   traced.rng_draws, traced.buffer_updates)
-    path = _directory(ctx) / f"{key}.pickle"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Written whole, then renamed: ranks sharing the cache never read a
-    # partial file.
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    with open(partial, "wb") as f:
-        pickle.dump({"traced": kept, "program": program,
-                     "output_spec": spec}, f)
-    os.replace(partial, path)
+    _toolchain.write_whole(_directory(ctx) / f"{key}.pickle", pickle.dumps(
+        {"traced": kept, "program": program, "output_spec": spec}))

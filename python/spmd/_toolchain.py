@@ -94,6 +94,15 @@ def runtime_library(gpu: bool = False) -> Path:
     return path
 
 
+def write_whole(path: Path, data: bytes) -> None:
+    """Writes `data` to `path` in the compile cache: whole, then renamed, so
+    ranks sharing the cache never read a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache"))
     path = Path(os.environ.get("SPMD_COMPILE_CACHE",

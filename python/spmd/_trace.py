@@ -413,16 +413,16 @@ class _Harness:
 
         self.step = step
 
-    def state(self):
+    def state(self, like=None):
         """The parameters, buffers and random state (seed, offset) the step
-        is traced with."""
+        is traced with (_traced_state; `like` makes each)."""
         params, buffers = _traced_state(
             self.model, self.named_params, self.named_buffers,
-            self.param_names, self.buffer_names)
+            self.param_names, self.buffer_names, like)
         where = next((t.device for t in params + buffers),
                      torch.device("cpu"))
-        return params, buffers, torch.zeros(2, dtype=torch.int64,
-                                            device=where)
+        rng = torch.zeros(2, dtype=torch.int64, device=where)
+        return params, buffers, rng if like is None else like(rng)
 
     def traced(self, graph, buffer_updates=()) -> Traced:
         return Traced(graph, self.model, self.optimizer, self.param_names,
@@ -475,22 +475,15 @@ def run_on_fake(fn, args, kwargs, world: int, default: Placement,
     (tracing then reports it properly)."""
     harness = _Harness(fn, args, kwargs, world, default)
     mode = FakeTensorMode()
-    shapes = {n: shape for n, (shape, _) in
-              _sharding.sharded_params(harness.model).items()}
 
     def fake(t, shape=None):
         if shape is None:
             return mode.from_tensor(t.detach())
         with mode:
             return torch.empty(shape, dtype=t.dtype, device=t.device)
-    params = [fake(harness.named_params[n], shapes.get(n))
-              .requires_grad_(harness.named_params[n].requires_grad)
-              for n in harness.param_names]
-    buffers = [fake(harness.named_buffers[n]) for n in harness.buffer_names]
-    where = next((t.device for t in params + buffers), torch.device("cpu"))
+    params, buffers, rng = harness.state(fake)
     with mode:
         inputs = [_fake_input(i) for i in harness.inputs]
-        rng = torch.zeros(2, dtype=torch.int64, device=where)
     with mode, torch.enable_grad(), _compiling(), _without_onednn(), \
             _fx_tracing():
         observe(harness.step)(params, buffers, inputs, rng)
@@ -611,18 +604,23 @@ def _fake_input(info: InputInfo) -> torch.Tensor:
 
 
 def _traced_state(model, named_params, named_buffers, param_names,
-                  buffer_names):
+                  buffer_names, like=None):
     """The parameters and buffers the step is traced with: copies, and for a
     fully sharded model's parameters (this rank's chunks) tensors of their
-    global shapes."""
+    global shapes. `like(t, shape=None)`: another way to make each (fake
+    tensors)."""
     shapes = {n: shape for n, (shape, _) in
               _sharding.sharded_params(model).items()}
-    params = [(torch.empty(shapes[n], dtype=named_params[n].dtype,
-                           device=named_params[n].device)
-               if n in shapes else named_params[n].detach().clone())
+
+    def copy(t, shape=None):
+        if shape is None:
+            return t.detach().clone()
+        return torch.empty(shape, dtype=t.dtype, device=t.device)
+    like = like or copy
+    params = [like(named_params[n], shapes.get(n))
               .requires_grad_(named_params[n].requires_grad)
               for n in param_names]
-    buffers = [named_buffers[n].detach().clone() for n in buffer_names]
+    buffers = [like(named_buffers[n]) for n in buffer_names]
     return params, buffers
 
 
