@@ -346,3 +346,61 @@ func.func @cheap_broadcast(%rstd: tensor<24xf32>, %x: tensor<24x8xf32>) -> tenso
   } -> tensor<24x8xf32>
   return %y : tensor<24x8xf32>
 }
+
+// -----
+
+#tied = affine_map<(d0, d1) -> (d0, d1)>
+
+// A tied weight's two gradients: the LM head's (a matmul) plus the
+// embedding's (another matmul, of a zero fill): the second accumulates
+// into the first (BLAS beta = 1), no add of its own.
+// CHECK-LABEL: func.func @accumulate_into_matmul
+// CHECK: %[[HEAD:.*]] = linalg.matmul ins(%arg0, %arg1 : tensor<16x24xf32>, tensor<24x8xf32>)
+// CHECK-NEXT: %[[SUM:.*]] = linalg.matmul ins(%arg2, %arg3 : tensor<16x24xf32>, tensor<24x8xf32>) outs(%[[HEAD]] : tensor<16x8xf32>)
+// CHECK-NEXT: return %[[SUM]]
+func.func @accumulate_into_matmul(%a: tensor<16x24xf32>, %b: tensor<24x8xf32>, %c: tensor<16x24xf32>, %d: tensor<24x8xf32>) -> tensor<16x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x8xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %head = linalg.matmul ins(%a, %b : tensor<16x24xf32>, tensor<24x8xf32>) outs(%z : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %embed = linalg.matmul ins(%c, %d : tensor<16x24xf32>, tensor<24x8xf32>) outs(%z : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %sum = linalg.generic {indexing_maps = [#tied, #tied, #tied], iterator_types = ["parallel", "parallel"]} ins(%head, %embed : tensor<16x8xf32>, tensor<16x8xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %out: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<16x8xf32>
+  return %sum : tensor<16x8xf32>
+}
+
+// -----
+
+#kept = affine_map<(d0, d1) -> (d0, d1)>
+
+// Kept: the other term is read again (accumulating into it would need a
+// copy), and a matmul whose output starts from something else than zeros.
+// CHECK-LABEL: func.func @accumulate_kept
+// CHECK: linalg.matmul ins(%arg1, %arg2 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%{{.*}} : tensor<4x4xf32>)
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: linalg.matmul ins(%arg2, %arg1 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%arg3 : tensor<4x4xf32>)
+// CHECK: linalg.generic
+// CHECK: arith.addf
+func.func @accumulate_kept(%x: tensor<4x4xf32>, %a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %init: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p = linalg.matmul ins(%a, %b : tensor<4x4xf32>, tensor<4x4xf32>) outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %s = linalg.generic {indexing_maps = [#kept, #kept, #kept], iterator_types = ["parallel", "parallel"]} ins(%x, %p : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%u: f32, %v: f32, %out: f32):
+    %w = arith.addf %u, %v : f32
+    linalg.yield %w : f32
+  } -> tensor<4x4xf32>
+  %q = linalg.matmul ins(%b, %a : tensor<4x4xf32>, tensor<4x4xf32>) outs(%init : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %e2 = tensor.empty() : tensor<4x4xf32>
+  %t = linalg.generic {indexing_maps = [#kept, #kept, #kept], iterator_types = ["parallel", "parallel"]} ins(%s, %q : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e2 : tensor<4x4xf32>) {
+  ^bb0(%u: f32, %v: f32, %out: f32):
+    %w = arith.addf %u, %v : f32
+    linalg.yield %w : f32
+  } -> tensor<4x4xf32>
+  return %x, %s, %t : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}

@@ -354,6 +354,21 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     same traffic), and the value gets no loop nest, GPU kernel or buffer of
     its own.
 
+    A generator read by several ops (the position iota gathered in the
+    forward and compared with itself through two reshapes for the position
+    embedding's gradient) is likewise cloned for each reader.
+
+    An add of a `linalg.matmul`'s product (of a zero-filled output, read
+    nowhere else) to another tensor read nowhere else (a tied weight's two
+    gradients: the LM head's and the embedding's) becomes the matmul
+    accumulating into that tensor: BLAS's `beta = 1` (the CPU's one-hot
+    scatter adds its rows into it), no loop nest or GPU kernel for the add,
+    and when the other term is a GEMM's output too,
+    `spmd-elide-buffer-copies` computes both into the gradient's bucket.
+    This one changes the order of additions (the product's partial sums
+    onto the other term, instead of the finished product plus it): float32
+    rounding, nothing else.
+
     First, a `linalg.fill` that is the `outs` of several ops (CSE merges
     the zero fills of every reduction and matmul of one shape) is cloned
     right before each of them, with its own `tensor.empty`: shared,
@@ -361,8 +376,8 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     output; cloned, each output is filled in place, and a zero fill right
     before a matmul becomes `beta = 0` in `spmd-convert-linalg-to-blas`.
 
-    Numerics are unchanged: every element goes through the same scalar
-    operations in the same order; only where the intermediate lives
+    Numerics are otherwise unchanged: every element goes through the same
+    scalar operations in the same order; only where the intermediate lives
     changes. Not fused: other producers with several users (fusing would
     compute them twice), operands the consumer broadcasts (computed again for
     every element they are broadcast to) unless cheap, named ops (`linalg.matmul`,

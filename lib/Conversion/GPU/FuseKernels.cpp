@@ -8,8 +8,10 @@
 // GPU mapping: vertically (a loop moved into the start of a later loop over
 // the same elements, when each thread only reads back what it wrote itself,
 // also through reshapes), horizontally (independent loops as one loop over
-// the concatenation of their iteration spaces), and by moving a loop up to
-// join an earlier one it is independent of. Loops move only past what
+// the concatenation of their iteration spaces), by moving a loop up to
+// join an earlier one it is independent of, and by giving loops independent
+// of a row kernel that kernel's launch (blocks after its rows). Loops move
+// only past what
 // touches none of their buffers (Footprint.h: the runtime's GEMMs,
 // attention and collectives touch the buffers they are given). None of it
 // changes any element's arithmetic.
@@ -42,6 +44,7 @@ using spmd::conflict;
 using spmd::Footprint;
 using spmd::footprintOf;
 using spmd::mayAlias;
+using spmd::mayOverlap;
 
 namespace {
 
@@ -176,6 +179,10 @@ bool sameElements(const Loop &producer, const Loop &consumer, bool linear) {
     for (const BufferAccess &y : consumer.footprint.accesses) {
       if (!(x.write || y.write) || !mayAlias(x.root, y.root))
         continue;
+      // Disjoint slices of one buffer (two gradients' places in a bucket)
+      // are not shared.
+      if (spmd::sameRoot(x.root, y.root) && !mayOverlap(x.buffer, y.buffer))
+        continue;
       shared = true;
       if (linear) {
         if (!spmd::sameRoot(x.root, y.root) || !denseAccess(x, producer) ||
@@ -217,10 +224,12 @@ bool sameSpace(const Loop &producer, const Loop &consumer) {
 enum class Vertical { None, SameSpace, Linear };
 
 Vertical canFuseVertically(const Loop &producer, const Loop &consumer) {
-  if (sameSpace(producer, consumer))
-    return sameElements(producer, consumer, /*linear=*/false)
-               ? Vertical::SameSpace
-               : Vertical::None;
+  if (sameSpace(producer, consumer) &&
+      sameElements(producer, consumer, /*linear=*/false))
+    return Vertical::SameSpace;
+  // Over the same space too when the elements they share are named through
+  // different views of one buffer (a 1x16 column sum and the 16-element
+  // collapse_shape of it that is copied into a bucket).
   if (producer.iterations() == consumer.iterations() && unitSteps(producer) &&
       unitSteps(consumer) && sameElements(producer, consumer, /*linear=*/true))
     return Vertical::Linear;
@@ -493,13 +502,195 @@ void joinEarlierLoops(Block &block) {
   }
 }
 
+/// A row kernel (spmd-gpu-row-kernels: R blocks of one warp, block b
+/// computing row b) whose launch does not depend on its grid's size.
+std::optional<std::pair<int64_t, int64_t>>
+rowKernelShape(gpu::LaunchOp launch) {
+  if (!launch.getAsyncDependencies().empty() || launch.getAsyncToken() ||
+      launch.getClusterSizeOperandValues() ||
+      launch.getDynamicSharedMemorySize())
+    return std::nullopt;
+  gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+  gpu::KernelDim3 threads = launch.getBlockSizeOperandValues();
+  std::optional<int64_t> rows = getConstantIntValue(grid.x);
+  std::optional<int64_t> width = getConstantIntValue(threads.x);
+  for (Value one : {grid.y, grid.z, threads.y, threads.z})
+    if (getConstantIntValue(one) != 1)
+      return std::nullopt;
+  if (!rows || !width || *rows < 1 || *width < 1)
+    return std::nullopt;
+  // Its only writes are stores (which the added blocks skip).
+  bool otherWrites = false;
+  launch.getBody().walk([&](Operation *op) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (effects && !isa<memref::StoreOp>(op) &&
+        effects.hasEffect<MemoryEffects::Write>())
+      otherWrites = true;
+  });
+  if (otherWrites)
+    return std::nullopt;
+  gpu::KernelDim3 size = launch.getGridSize();
+  gpu::KernelDim3 blockIds = launch.getBlockIds();
+  for (Value v : {size.x, size.y, size.z, blockIds.y, blockIds.z})
+    if (!v.use_empty())
+      return std::nullopt;
+  return std::make_pair(*rows, *width);
+}
+
+/// Runs `loop` (one dimension, from 0 in steps of 1) in the blocks added
+/// after `launch`'s rows: block rows + k, thread t runs iteration
+/// k * width + t. The row part stays straight-line code for every block
+/// (its warp shuffles may not sit in a branch: the emulator runs a kernel
+/// phase by phase between them): the added blocks compute the last row
+/// again with their stores skipped.
+void appendLoopBlocks(gpu::LaunchOp launch, int64_t rows, int64_t width,
+                      Loop &loop) {
+  Location loc = loop.op.getLoc();
+  int64_t iterations = loop.iterations();
+  OpBuilder b(launch);
+  launch.getGridSizeXMutable().assign(arith::ConstantIndexOp::create(
+      b, loc, rows + llvm::divideCeil(iterations, width)));
+  Block &body = launch.getBody().front();
+  auto index = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  };
+  SmallVector<memref::StoreOp> stores;
+  body.walk([&](memref::StoreOp store) { stores.push_back(store); });
+  OpBuilder kb = OpBuilder::atBlockBegin(&body);
+  Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;
+  auto rowBlock = arith::MinUIOp::create(kb, loc, block, index(kb, rows - 1));
+  block.replaceAllUsesExcept(rowBlock, rowBlock);
+  Value isRow = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::ult, block,
+                                      index(kb, rows));
+  for (memref::StoreOp store : stores) {
+    OpBuilder sb(store);
+    auto guard = scf::IfOp::create(sb, loc, isRow, /*withElseRegion=*/false);
+    store->moveBefore(guard.thenBlock()->getTerminator());
+  }
+  OpBuilder eb(body.getTerminator());
+  Value isLoop = arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::uge,
+                                       block, index(eb, rows));
+  auto choice = scf::IfOp::create(eb, loc, isLoop, /*withElseRegion=*/false);
+  OpBuilder lb(choice.thenBlock()->getTerminator());
+  Value i = arith::AddIOp::create(
+      lb, loc,
+      arith::MulIOp::create(
+          lb, loc, arith::SubIOp::create(lb, loc, block, index(lb, rows)),
+          index(lb, width)),
+      thread);
+  Value inRange = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, i,
+                                        index(lb, iterations));
+  auto guard = scf::IfOp::create(lb, loc, inRange, /*withElseRegion=*/false);
+  OpBuilder gb(guard.thenBlock()->getTerminator());
+  IRMapping map;
+  map.map(loop.op.getInductionVars().front(), i);
+  for (Operation &op : loop.op.getBody()->without_terminator())
+    gb.clone(op, map);
+  loop.op->erase();
+}
+
+/// The nearest loop before (`before`) or after `launch` that may join it:
+/// independent of the kernel and of the loops already `chosen`, and nothing
+/// between it and the kernel touches what it touches (after the kernel,
+/// its definitions there can move up too). Loops already chosen are passed.
+std::optional<Loop> joiningNeighbour(gpu::LaunchOp launch,
+                                     const Footprint &kernel,
+                                     const Footprint &chosen,
+                                     const DenseSet<Operation *> &taken,
+                                     bool before) {
+  Footprint between;
+  int seen = 0;
+  for (Operation *op = before ? launch->getPrevNode() : launch->getNextNode();
+       op && seen < kVerticalWindow;
+       op = before ? op->getPrevNode() : op->getNextNode()) {
+    if (taken.contains(op))
+      continue;
+    std::optional<Loop> loop = asLoop(op);
+    if (loop && !conflict(kernel, loop->footprint) &&
+        !conflict(chosen, loop->footprint) &&
+        !conflict(between, loop->footprint) &&
+        (before || spmd::definitionsAfter(launch, op)))
+      return loop;
+    Footprint f = loop ? loop->footprint : footprintOf(op);
+    if (f.opaque)
+      return std::nullopt;
+    if (f.touchesMemory())
+      ++seen;
+    between.add(f);
+  }
+  return std::nullopt;
+}
+
+/// Loops near a row kernel that are independent of it (a bias gradient's
+/// column sum beside LayerNorm's backward, the optimizer's step counters)
+/// join its launch as blocks after the rows: one kernel instead of several.
+/// A loop moves to the kernel only past what touches none of its buffers;
+/// its definitions after the kernel move up with it. A kernel takes loops
+/// once (`extended`).
+void loopsIntoRowKernels(Block &block, DenseSet<Operation *> &extended) {
+  SmallVector<gpu::LaunchOp> launches;
+  for (Operation &op : block)
+    if (auto launch = dyn_cast<gpu::LaunchOp>(op))
+      launches.push_back(launch);
+  for (gpu::LaunchOp launch : launches) {
+    std::optional<std::pair<int64_t, int64_t>> shape = rowKernelShape(launch);
+    if (!shape || extended.contains(launch))
+      continue;
+    Footprint kernel = footprintOf(launch);
+    if (kernel.opaque)
+      continue;
+    // Gather the loops next to the kernel, then run them as one.
+    SmallVector<Loop, 4> chosen;
+    Footprint chosenFootprint;
+    DenseSet<Operation *> taken;
+    while (true) {
+      bool before = true;
+      std::optional<Loop> loop =
+          joiningNeighbour(launch, kernel, chosenFootprint, taken, before);
+      if (!loop) {
+        before = false;
+        loop = joiningNeighbour(launch, kernel, chosenFootprint, taken, before);
+      }
+      if (!loop)
+        break;
+      if (before) {
+        loop->op->moveBefore(launch);
+      } else {
+        std::optional<SmallVector<Operation *>> defs =
+            spmd::definitionsAfter(launch, loop->op);
+        for (Operation *def : *defs)
+          def->moveBefore(launch);
+        loop->op->moveAfter(launch);
+      }
+      taken.insert(loop->op);
+      chosenFootprint.add(loop->footprint);
+      chosen.push_back(std::move(*loop));
+    }
+    if (chosen.empty())
+      continue;
+    // In block order: the one loop is made where the last was, after
+    // every value the loops use.
+    llvm::sort(chosen, [](const Loop &x, const Loop &y) {
+      return x.op->isBeforeInBlock(y.op);
+    });
+    std::optional<Loop> flat = asLoop(fuseHorizontally(chosen));
+    if (!flat)
+      continue;
+    appendLoopBlocks(launch, shape->first, shape->second, *flat);
+    extended.insert(launch);
+  }
+}
+
 struct SpmdGpuFuseKernelsPass
     : public spmd::impl::SpmdGpuFuseKernelsPassBase<SpmdGpuFuseKernelsPass> {
   void runOnOperation() override {
     for (Block &block : getOperation().getBody()) {
       fuseBlockVertically(block);
+      DenseSet<Operation *> extended;
+      loopsIntoRowKernels(block, extended);
       joinEarlierLoops(block);
       fuseBlockHorizontally(block);
+      loopsIntoRowKernels(block, extended);
     }
   }
 };

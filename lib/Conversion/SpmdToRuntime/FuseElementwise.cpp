@@ -5,8 +5,9 @@
 // inside that user's loop nest, so the intermediate tensor is never
 // written to memory; a generator (an iota) and a cheap elementwise op (one
 // input, two arith ops) are recomputed in each user, and an elementwise op
-// read only through an expand_shape is computed in the expanded shape.
-// Shared by the CPU and GPU lowerings.
+// read only through an expand_shape is computed in the expanded shape; an
+// add of a matmul's product to another tensor becomes the matmul
+// accumulating into it. Shared by the CPU and GPU lowerings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::spmd {
@@ -141,6 +143,14 @@ void cheapProducersPerUser(Operation *root) {
     if (everyUseFuses)
       producers.push_back(generic);
   });
+  // A generator read by several ops (torch.arange's positions: gathered in
+  // the forward, compared with themselves through two reshapes for the
+  // position embedding's gradient) likewise: each reader, or reshape,
+  // generates its own, and none is stored.
+  root->walk([&](linalg::GenericOp generic) {
+    if (isGenerator(generic) && !generic->getResult(0).hasOneUse())
+      producers.push_back(generic);
+  });
   for (linalg::GenericOp producer : producers) {
     SmallVector<OpOperand *> uses;
     for (OpOperand &use : producer->getResult(0).getUses())
@@ -187,10 +197,81 @@ void fillPerUser(Operation *root) {
   }
 }
 
+/// Whether `generic` adds its two inputs, element by element, of one shape
+/// and element type, into an init it does not read.
+bool isPlainAdd(linalg::GenericOp generic) {
+  if (!generic.hasPureTensorSemantics() || generic.getNumDpsInputs() != 2 ||
+      generic.getNumDpsInits() != 1 ||
+      generic.getNumLoops() != generic.getNumParallelLoops() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Type type = generic->getResult(0).getType();
+  if (generic.getDpsInputs()[0].getType() != type ||
+      generic.getDpsInputs()[1].getType() != type)
+    return false;
+  Block *body = generic.getBody();
+  if (body->getOperations().size() != 2)
+    return false;
+  auto add = dyn_cast<arith::AddFOp>(body->front());
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  if (!add || yield.getValues().size() != 1 ||
+      yield.getValues()[0] != add.getResult())
+    return false;
+  Value x = body->getArgument(0), y = body->getArgument(1);
+  return (add.getLhs() == x && add.getRhs() == y) ||
+         (add.getLhs() == y && add.getRhs() == x);
+}
+
+/// A matmul of a zero-filled output whose only reader adds it to another
+/// tensor read nowhere else (a tied weight's two gradients: the LM head's
+/// and the embedding's one-hot contraction) accumulates into that tensor
+/// instead: BLAS's beta = 1, the CPU's one-hot scatter adding its rows into
+/// it. No loop nest or kernel for the add, and when the other tensor is a
+/// GEMM's output too, spmd-elide-buffer-copies computes both into the
+/// gradient's bucket. The sum's terms are added in another order (the
+/// product's partial sums onto the other tensor, instead of the finished
+/// product plus it): float32 rounding, nothing else.
+void accumulateIntoMatmuls(Operation *root) {
+  SmallVector<linalg::GenericOp> adds;
+  root->walk([&](linalg::GenericOp generic) {
+    if (isPlainAdd(generic))
+      adds.push_back(generic);
+  });
+  for (linalg::GenericOp add : adds) {
+    for (unsigned k : {1u, 0u}) {
+      Value product = add.getDpsInputs()[k];
+      Value other = add.getDpsInputs()[1 - k];
+      auto matmul = product.getDefiningOp<linalg::MatmulOp>();
+      if (!matmul || !matmul.hasPureTensorSemantics() || !product.hasOneUse() ||
+          !other.hasOneUse() ||
+          matmul.getCast() != linalg::TypeFn::cast_signed ||
+          matmul->getBlock() != add->getBlock())
+        continue;
+      auto fill = matmul.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+      if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+        continue;
+      // The other term must exist where the matmul runs.
+      Operation *def = other.getDefiningOp();
+      if (def ? !(def->getBlock() == matmul->getBlock() &&
+                  def->isBeforeInBlock(matmul))
+              : cast<BlockArgument>(other).getOwner() != matmul->getBlock())
+        continue;
+      matmul.getDpsInitsMutable()[0].assign(other);
+      add->replaceAllUsesWith(matmul->getResults());
+      add->erase();
+      if (fill->use_empty())
+        fill->erase();
+      break;
+    }
+  }
+}
+
 struct SpmdFuseElementwisePass
     : spmd::impl::SpmdFuseElementwisePassBase<SpmdFuseElementwisePass> {
   void runOnOperation() override {
     fillPerUser(getOperation());
+    accumulateIntoMatmuls(getOperation());
     cheapProducersPerUser(getOperation());
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, worthFusing);

@@ -17,20 +17,11 @@ extern "C" __global__ void __launch_bounds__(kThreads)
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads)
-    spmdAttentionBackwardQueryKernel(const float *grad, const float *query,
-                                     const float *key, const float *value,
-                                     const float *out, const float *lse,
-                                     const float *mask, float *gradQuery,
-                                     Shape s) {
-  backwardQuery(grad, query, key, value, out, lse, mask, gradQuery, s);
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads)
-    spmdAttentionBackwardKeyValueKernel(const float *grad, const float *query,
-                                        const float *key, const float *value,
-                                        const float *out, const float *lse,
-                                        const float *mask, float *gradKey,
-                                        float *gradValue, Shape s) {
-  backwardKeyValue(grad, query, key, value, out, lse, mask, gradKey, gradValue,
-                   s);
+    spmdAttentionBackwardKernel(const float *grad, const float *query,
+                                const float *key, const float *value,
+                                const float *out, const float *lse,
+                                const float *mask, float *gradQuery,
+                                float *gradKey, float *gradValue, Shape s) {
+  backward(grad, query, key, value, out, lse, mask, gradQuery, gradKey,
+           gradValue, s);
 }

@@ -166,17 +166,32 @@ __device__ inline void forward(const float *query, const float *key,
     lse[bh * s.L + i] = rowSum > 0.0f ? rowMax + logf(rowSum) : -INFINITY;
 }
 
-/// dQ. grid (ceil(L / kRowsPerBlock), H, B), block kThreads.
+/// The backward's shared memory, one copy for both halves of its launch:
+/// the dQ blocks tile keys and values (a, b) and keep their query and
+/// gradient rows (rowA, rowB); the dK dV blocks tile queries and gradients
+/// and keep their key and value rows, plus a tile's log-sum-exp and
+/// rowsum(dO * O). Static shared memory is 48 KiB a block: the two halves'
+/// arrays side by side would not fit.
+struct BackwardTiles {
+  float a[kTile][kTileStride];
+  float b[kTile][kTileStride];
+  float rowA[kRowsPerBlock][kMaxHead];
+  float rowB[kRowsPerBlock][kMaxHead];
+  float lse[kTile];
+  float delta[kTile];
+};
+
+/// dQ of query rows block * kRowsPerBlock...; blockIdx (block, h, b).
 __device__ inline void backwardQuery(const float *grad, const float *query,
                                      const float *key, const float *value,
                                      const float *out, const float *lse,
                                      const float *mask, float *gradQuery,
-                                     Shape s) {
-  __shared__ float sk[kTile][kTileStride];
-  __shared__ float sv[kTile][kTileStride];
-  __shared__ float sq[kRowsPerBlock][kMaxHead];
-  __shared__ float sg[kRowsPerBlock][kMaxHead];
-  int b = blockIdx.z, h = blockIdx.y, row0 = blockIdx.x * kRowsPerBlock;
+                                     Shape s, int block, BackwardTiles &t) {
+  float (&sk)[kTile][kTileStride] = t.a;
+  float (&sv)[kTile][kTileStride] = t.b;
+  float (&sq)[kRowsPerBlock][kMaxHead] = t.rowA;
+  float (&sg)[kRowsPerBlock][kMaxHead] = t.rowB;
+  int b = blockIdx.z, h = blockIdx.y, row0 = block * kRowsPerBlock;
   int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   int i = row0 + warp;
   long long bh = (long long)b * s.H + h;
@@ -220,19 +235,20 @@ __device__ inline void backwardQuery(const float *grad, const float *query,
   storeRow(gradQuery + at(s.dq, b, h) + i * s.dq.row, acc, s.E, lane, s.scale);
 }
 
-/// dK and dV. grid (ceil(S / kRowsPerBlock), H, B), block kThreads.
+/// dK and dV of key rows block * kRowsPerBlock...; blockIdx (block, h, b).
 __device__ inline void backwardKeyValue(const float *grad, const float *query,
                                         const float *key, const float *value,
                                         const float *out, const float *lse,
                                         const float *mask, float *gradKey,
-                                        float *gradValue, Shape s) {
-  __shared__ float sq[kTile][kTileStride];
-  __shared__ float sg[kTile][kTileStride];
-  __shared__ float sk[kRowsPerBlock][kMaxHead];
-  __shared__ float sv[kRowsPerBlock][kMaxHead];
-  __shared__ float sLse[kTile];
-  __shared__ float sDelta[kTile];
-  int b = blockIdx.z, h = blockIdx.y, key0 = blockIdx.x * kRowsPerBlock;
+                                        float *gradValue, Shape s, int block,
+                                        BackwardTiles &t) {
+  float (&sq)[kTile][kTileStride] = t.a;
+  float (&sg)[kTile][kTileStride] = t.b;
+  float (&sk)[kRowsPerBlock][kMaxHead] = t.rowA;
+  float (&sv)[kRowsPerBlock][kMaxHead] = t.rowB;
+  float (&sLse)[kTile] = t.lse;
+  float (&sDelta)[kTile] = t.delta;
+  int b = blockIdx.z, h = blockIdx.y, key0 = block * kRowsPerBlock;
   int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   int j = key0 + warp;
   long long bh = (long long)b * s.H + h;
@@ -278,6 +294,27 @@ __device__ inline void backwardKeyValue(const float *grad, const float *query,
     return;
   storeRow(gradKey + at(s.dk, b, h) + j * s.dk.row, dk, s.E, lane, s.scale);
   storeRow(gradValue + at(s.dv, b, h) + j * s.dv.row, dv, s.Ev, lane, 1.0f);
+}
+
+/// The backward in one launch: grid (ceil(L / kRowsPerBlock) +
+/// ceil(S / kRowsPerBlock), H, B), block kThreads. The first
+/// ceil(L / kRowsPerBlock) blocks of x compute dQ, the rest dK and dV; each
+/// recomputes the scores and rowsum(dO * O) it needs, so neither reads what
+/// the other writes (no atomics, no second launch).
+__device__ inline void backward(const float *grad, const float *query,
+                                const float *key, const float *value,
+                                const float *out, const float *lse,
+                                const float *mask, float *gradQuery,
+                                float *gradKey, float *gradValue, Shape s) {
+  __shared__ BackwardTiles tiles;
+  int queryBlocks = (s.L + kRowsPerBlock - 1) / kRowsPerBlock;
+  int block = int(blockIdx.x);
+  if (block < queryBlocks)
+    backwardQuery(grad, query, key, value, out, lse, mask, gradQuery, s, block,
+                  tiles);
+  else
+    backwardKeyValue(grad, query, key, value, out, lse, mask, gradKey,
+                     gradValue, s, block - queryBlocks, tiles);
 }
 
 } // namespace spmd::attention

@@ -61,10 +61,10 @@ void __spmd_emu_spmd_attention__spmdAttentionForwardKernel(
 }
 
 extern const int64_t
-    __spmd_emu_spmd_attention__spmdAttentionBackwardQueryKernel_params[] = {
-        9, 8, 8, 8, 8, 8, 8, 8, 8, sizeof(Shape)};
+    __spmd_emu_spmd_attention__spmdAttentionBackwardKernel_params[] = {
+        11, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, sizeof(Shape)};
 
-void __spmd_emu_spmd_attention__spmdAttentionBackwardQueryKernel(
+void __spmd_emu_spmd_attention__spmdAttentionBackwardKernel(
     void **params, int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by,
     int64_t bz, Check check) {
   const float *g = pointer(params, 0, check), *q = pointer(params, 1, check),
@@ -72,28 +72,11 @@ void __spmd_emu_spmd_attention__spmdAttentionBackwardQueryKernel(
               *o = pointer(params, 4, check), *lse = pointer(params, 5, check),
               *mask = pointer(params, 6, check);
   auto *dq = const_cast<float *>(pointer(params, 7, check));
-  Shape s = param<Shape>(params, 8);
+  auto *dk = const_cast<float *>(pointer(params, 8, check));
+  auto *dv = const_cast<float *>(pointer(params, 9, check));
+  Shape s = param<Shape>(params, 10);
   spmd::cudahost::runBlocks(dims(gx, gy, gz), dims(bx, by, bz), [&] {
-    backwardQuery(g, q, k, v, o, lse, mask, dq, s);
-  });
-}
-
-extern const int64_t
-    __spmd_emu_spmd_attention__spmdAttentionBackwardKeyValueKernel_params[] = {
-        10, 8, 8, 8, 8, 8, 8, 8, 8, 8, sizeof(Shape)};
-
-void __spmd_emu_spmd_attention__spmdAttentionBackwardKeyValueKernel(
-    void **params, int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by,
-    int64_t bz, Check check) {
-  const float *g = pointer(params, 0, check), *q = pointer(params, 1, check),
-              *k = pointer(params, 2, check), *v = pointer(params, 3, check),
-              *o = pointer(params, 4, check), *lse = pointer(params, 5, check),
-              *mask = pointer(params, 6, check);
-  auto *dk = const_cast<float *>(pointer(params, 7, check));
-  auto *dv = const_cast<float *>(pointer(params, 8, check));
-  Shape s = param<Shape>(params, 9);
-  spmd::cudahost::runBlocks(dims(gx, gy, gz), dims(bx, by, bz), [&] {
-    backwardKeyValue(g, q, k, v, o, lse, mask, dk, dv, s);
+    backward(g, q, k, v, o, lse, mask, dq, dk, dv, s);
   });
 }
 

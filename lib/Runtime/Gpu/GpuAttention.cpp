@@ -31,8 +31,7 @@ using namespace spmd::attention;
 namespace {
 
 struct Kernels {
-  CUfunction forward = nullptr, backwardQuery = nullptr,
-             backwardKeyValue = nullptr;
+  CUfunction forward = nullptr, backward = nullptr;
 };
 
 const Kernels &kernels() {
@@ -57,13 +56,9 @@ const Kernels &kernels() {
     spmd::gpu::checkCu(
         cuModuleGetFunction(&k.forward, module, "spmdAttentionForwardKernel"),
         "cuModuleGetFunction (attention forward)");
-    spmd::gpu::checkCu(cuModuleGetFunction(&k.backwardQuery, module,
-                                           "spmdAttentionBackwardQueryKernel"),
-                       "cuModuleGetFunction (attention backward, dQ)");
     spmd::gpu::checkCu(
-        cuModuleGetFunction(&k.backwardKeyValue, module,
-                            "spmdAttentionBackwardKeyValueKernel"),
-        "cuModuleGetFunction (attention backward, dK dV)");
+        cuModuleGetFunction(&k.backward, module, "spmdAttentionBackwardKernel"),
+        "cuModuleGetFunction (attention backward)");
     return k;
   }();
   return k;
@@ -90,10 +85,17 @@ Shape shape(const char *what, int64_t B, int64_t H, int64_t L, int64_t S,
   return s;
 }
 
-void launch(CUfunction f, int64_t rows, int64_t H, int64_t B, void **params,
-            const char *name, const char *what) {
+/// The blocks of kRowsPerBlock rows that cover `rows`.
+int64_t blocksOf(int64_t rows) {
+  return (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+}
+
+/// Launches `f` over a grid of `blocks` x H x B (row blocks, heads,
+/// batches).
+void launch(CUfunction f, int64_t rowBlocks, int64_t H, int64_t B,
+            void **params, const char *name, const char *what) {
   CUstream stream = spmd::gpu::programStream();
-  unsigned blocks = unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  auto blocks = unsigned(rowBlocks);
   if (blocks == 0)
     return;
   CUevent traced = spmd::gpu::trace::begin(stream);
@@ -132,7 +134,7 @@ void spmdGpuAttentionForward(int64_t query, int64_t key, int64_t value,
   s.q = {qB, qH, qL}, s.k = {kB, kH, kL}, s.v = {vB, vH, vL},
   s.o = {oB, oH, oL};
   void *params[] = {&query, &key, &value, &mask, &out, &lse, &s};
-  launch(k.forward, L, H, B, params, "attention forward",
+  launch(k.forward, blocksOf(L), H, B, params, "attention forward",
          "cuLaunchKernel (attention forward)");
   finish("cuStreamSynchronize (attention forward)");
 }
@@ -153,14 +155,13 @@ void spmdGpuAttentionBackward(
   s.g = {gB, gH, gL}, s.q = {qB, qH, qL}, s.k = {kB, kH, kL},
   s.v = {vB, vH, vL}, s.o = {oB, oH, oL}, s.dq = {dqB, dqH, dqL},
   s.dk = {dkB, dkH, dkL}, s.dv = {dvB, dvH, dvL};
-  // The kernels' order: grad, query, key, value, out, lse, mask, outputs.
-  void *dq[] = {&grad, &query, &key, &value, &out, &lse, &mask, &gradQuery, &s};
-  void *dkdv[] = {&grad, &query, &key,     &value,     &out,
-                  &lse,  &mask,  &gradKey, &gradValue, &s};
-  launch(k.backwardQuery, L, H, B, dq, "attention backward dQ",
-         "cuLaunchKernel (attention dQ)");
-  launch(k.backwardKeyValue, S, H, B, dkdv, "attention backward dK dV",
-         "cuLaunchKernel (attention dK dV)");
+  // The kernel's order: grad, query, key, value, out, lse, mask, outputs.
+  // One launch: the dQ blocks of the query rows, then the dK dV blocks of
+  // the key rows (AttentionKernels.cuh, backward).
+  void *params[] = {&grad, &query,     &key,     &value,     &out, &lse,
+                    &mask, &gradQuery, &gradKey, &gradValue, &s};
+  launch(k.backward, blocksOf(L) + blocksOf(S), H, B, params,
+         "attention backward", "cuLaunchKernel (attention backward)");
   finish("cuStreamSynchronize (attention backward)");
 }
 

@@ -304,12 +304,12 @@ func.func @slices(%x: f32) -> memref<8xf32> {
 // Column blocks of one row-major buffer (the attention gradients copied
 // side by side into the packed QKV projection's gradient): their element
 // ranges interleave, but in the last dimension they are apart, so the
-// copies fuse; blocks that share a column do not.
+// copies fuse (over their one 4x3 space, each thread storing both blocks'
+// element); blocks that share a column do not.
 // CHECK-LABEL: func.func @column_blocks
-// CHECK: %[[C24:.*]] = arith.constant 24 : index
-// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[C24]]) step
-// CHECK: memref.store %{{.*}}, %[[LEFT:subview]][
-// CHECK: memref.store %{{.*}}, %[[RIGHT:subview_0]][
+// CHECK: scf.parallel (%[[I:.*]], %[[J:.*]]) = (%{{.*}}, %{{.*}}) to (%c4, %c3) step
+// CHECK-NEXT: memref.store %{{.*}}, %[[LEFT:subview]][%[[I]], %[[J]]]
+// CHECK-NEXT: memref.store %{{.*}}, %[[RIGHT:subview_0]][%[[I]], %[[J]]]
 // CHECK: scf.parallel
 // CHECK-NOT: scf.parallel
 func.func @column_blocks(%x: f32, %y: f32) -> memref<4x6xf32> {
@@ -478,4 +478,153 @@ func.func @through_a_reshape(%a: memref<4x2xf32>) -> memref<10xf32> {
     scf.reduce
   }
   return %bucket : memref<10xf32>
+}
+
+// -----
+
+// A bias gradient: a column sum over its 1x16 buffer, then copied into its
+// bucket slice through the buffer's 16-element collapse_shape. The two
+// loops have one 16-iteration space but name the sum through different
+// views: the sum runs at the start of the copy's loop (each thread
+// finishes its column, then copies it), one kernel.
+// CHECK-LABEL: func.func @column_sum_into_bucket
+// CHECK: scf.parallel (%[[I:.*]]) = (%{{.*}}) to (%c16) step
+// CHECK-NOT: scf.parallel
+// CHECK: scf.for
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[I]]] : memref<1x16xf32>
+// CHECK-NOT: scf.parallel
+// CHECK: memref.load %{{.*}}[%[[I]]] : memref<16xf32>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[I]]] : memref<16xf32, strided<[1], offset: 4>>
+// CHECK-NOT: scf.parallel
+func.func @column_sum_into_bucket(%a: memref<4x16xf32>) -> memref<20xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = gpu.alloc () : memref<1x16xf32>
+  scf.parallel (%j) = (%c0) to (%c16) step (%c1) {
+    memref.store %zero, %sum[%c0, %j] : memref<1x16xf32>
+    scf.for %i = %c0 to %c4 step %c1 {
+      %v = memref.load %a[%i, %j] : memref<4x16xf32>
+      %s = memref.load %sum[%c0, %j] : memref<1x16xf32>
+      %t = arith.addf %v, %s : f32
+      memref.store %t, %sum[%c0, %j] : memref<1x16xf32>
+    }
+    scf.reduce
+  }
+  %bucket = gpu.alloc () : memref<20xf32>
+  %flat = memref.collapse_shape %sum [[0, 1]] : memref<1x16xf32> into memref<16xf32>
+  %piece = memref.subview %bucket[4] [16] [1] : memref<20xf32> to memref<16xf32, strided<[1], offset: 4>>
+  scf.parallel (%j) = (%c0) to (%c16) step (%c1) {
+    %v = memref.load %flat[%j] : memref<16xf32>
+    memref.store %v, %piece[%j] : memref<16xf32, strided<[1], offset: 4>>
+    scf.reduce
+  }
+  return %bucket : memref<20xf32>
+}
+
+// -----
+
+// Two gradients' copies into disjoint slices of one bucket share no
+// element: the first loop runs at the start of the second, one kernel. A
+// copy into a slice that overlaps theirs stays after them.
+// CHECK-LABEL: func.func @bucket_slices
+// CHECK: scf.parallel (%[[I:.*]]) = (%{{.*}}) to (%c4) step
+// CHECK-NEXT: memref.load %arg0[%[[I]]]
+// CHECK-NEXT: memref.store %{{.*}}, %subview[%[[I]]]
+// CHECK-NEXT: memref.load %arg1[%[[I]]]
+// CHECK-NEXT: memref.store %{{.*}}, %subview_0[%[[I]]]
+// CHECK: scf.parallel (%[[J:.*]]) = (%{{.*}}) to (%c4) step
+// CHECK-NEXT: memref.load %arg2[%[[J]]]
+// CHECK-NEXT: memref.store %{{.*}}, %subview_1[%[[J]]]
+// CHECK-NOT: scf.parallel
+func.func @bucket_slices(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) -> memref<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %bucket = gpu.alloc () : memref<8xf32>
+  %first = memref.subview %bucket[0] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1]>>
+  %second = memref.subview %bucket[4] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 4>>
+  %over = memref.subview %bucket[2] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 2>>
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %v = memref.load %a[%i] : memref<4xf32>
+    memref.store %v, %first[%i] : memref<4xf32, strided<[1]>>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %v = memref.load %b[%i] : memref<4xf32>
+    memref.store %v, %second[%i] : memref<4xf32, strided<[1], offset: 4>>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %v = memref.load %c[%i] : memref<4xf32>
+    memref.store %v, %over[%i] : memref<4xf32, strided<[1], offset: 2>>
+    scf.reduce
+  }
+  return %bucket : memref<8xf32>
+}
+
+// -----
+
+// A row kernel (4 rows, a warp each) and a loop it does not touch (a bias
+// gradient's column sum) as one launch: blocks 4 and 5 run the loop's 40
+// iterations, 32 a block. The row part stays straight-line code (its warp
+// shuffles may not be in a branch): the added blocks compute row 3 again
+// and skip its stores. A loop reading what the kernel writes stays.
+// CHECK-LABEL: func.func @loop_into_row_kernel
+// CHECK: %[[GRID:.*]] = arith.constant 6 : index
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]],
+// CHECK: %[[LAST:.*]] = arith.minui %[[B]], %c3
+// CHECK: %[[ROW:.*]] = arith.cmpi ult, %[[B]], %c4
+// CHECK: %[[V:.*]] = memref.load %arg0[%[[LAST]],
+// CHECK: scf.if %[[ROW]] {
+// CHECK-NEXT: memref.store %{{.*}}, %[[Y:memref]][%[[LAST]],
+// CHECK: %[[EXTRA:.*]] = arith.cmpi uge, %[[B]], %c4
+// CHECK: scf.if %[[EXTRA]] {
+// CHECK: %[[K:.*]] = arith.subi %[[B]], %c4
+// CHECK: %[[BASE:.*]] = arith.muli %[[K]], %c32
+// CHECK: %[[I:.*]] = arith.addi %[[BASE]],
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %c40
+// CHECK: scf.if %[[IN]] {
+// CHECK: memref.store %{{.*}}, %[[SUM:memref_0]][%[[I]]]
+// CHECK: gpu.terminator
+// CHECK: scf.parallel
+// CHECK: memref.load %[[Y]]
+// CHECK-NOT: scf.parallel
+// CHECK-NOT: gpu.launch
+func.func @loop_into_row_kernel(%x: memref<4x32xf32>, %a: memref<40x3xf32>) -> (memref<4x32xf32>, memref<40xf32>, memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %c40 = arith.constant 40 : index
+  %zero = arith.constant 0.0 : f32
+  %y = gpu.alloc () : memref<4x32xf32>
+  %sum = gpu.alloc () : memref<40xf32>
+  %first = gpu.alloc () : memref<4xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%bx, %tx] : memref<4x32xf32>
+    %w = arith.addf %v, %v : f32
+    memref.store %w, %y[%bx, %tx] : memref<4x32xf32>
+    gpu.terminator
+  }
+  scf.parallel (%i) = (%c0) to (%c40) step (%c1) {
+    memref.store %zero, %sum[%i] : memref<40xf32>
+    scf.for %j = %c0 to %c3 step %c1 {
+      %v = memref.load %a[%i, %j] : memref<40x3xf32>
+      %s = memref.load %sum[%i] : memref<40xf32>
+      %t = arith.addf %v, %s : f32
+      memref.store %t, %sum[%i] : memref<40xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %v = memref.load %y[%i, %c0] : memref<4x32xf32>
+    memref.store %v, %first[%i] : memref<4xf32>
+    scf.reduce
+  }
+  return %y, %sum, %first : memref<4x32xf32>, memref<40xf32>, memref<4xf32>
 }

@@ -200,8 +200,8 @@ def SpmdGpuFuseKernelsPass
     into kernels (part of `spmd-lower-to-nvvm`, after linalg becomes parallel
     loops and before tiling), so that a step launches fewer, larger kernels
     (and, where a consumer reads what its producer wrote, keeps the value in
-    a register instead of a round trip through device memory). Two rewrites,
-    both of which keep every element's arithmetic and its order:
+    a register instead of a round trip through device memory). These
+    rewrites keep every element's arithmetic and its order:
 
     - *Vertical*: a loop whose body a later loop could start with is moved
       into it: the same non-unit iteration space (equal bounds and steps,
@@ -229,7 +229,24 @@ def SpmdGpuFuseKernelsPass
       share is accessed densely through identity-layout views of one buffer
       (a 16x8 gradient and the copy of its 128-element collapse_shape into a
       bucket): the producer's indices are delinearized from the consumer's
-      iteration.
+      iteration. A pair over one space that names the shared elements
+      through different views (a 1x16 column sum and the copy of its
+      16-element collapse_shape) fuses the same way, and accesses to
+      disjoint slices of one buffer (two gradients' places in a bucket)
+      are not shared elements.
+    - *Into a row kernel*: loops that touch nothing a row kernel of
+      `spmd-gpu-row-kernels` touches (a `gpu.launch` of R blocks of one
+      warp whose only writes are stores; a bias gradient's column sum next
+      to LayerNorm's backward, the optimizer's step counters) join its
+      launch, as one horizontally fused loop run by blocks R, R + 1, ...
+      (a warp's width of iterations each). The row part stays
+      straight-line code for every block, since its warp shuffles may not
+      sit in a branch (the emulator runs a kernel phase by phase between
+      them): the added blocks compute row R - 1 again with its stores
+      skipped. A loop moves to the kernel past what touches none of its
+      buffers (from after it, with the values it uses). Before the other
+      loop moves and again after horizontal fusion; a kernel takes loops
+      once.
 
     A loop moves (to the loop it joins) only past operations that do not
     touch what it touches; the runtime's GEMM, attention and collective
