@@ -333,12 +333,15 @@ class _GroupEmitter:
         group, names, types = self.group, self.names, self.types
         attrs = []
         momentum = float(group.get("momentum", 0.0))
-        # Whether momentum and weight decay are on is structural (it keys
-        # the compile cache); their values, lr's and dampening's are run-time.
+        # Whether momentum, dampening and weight decay are on is structural
+        # (it keys the compile cache, api._optimizer_structure); their
+        # values and lr's are run-time. Without dampening the update does
+        # not read the step counter (one GPU kernel, not two).
         runtime = ["lr"]
         if momentum != 0.0:
             runtime.append("momentum")
-            if not group.get("nesterov", False):
+            if (not group.get("nesterov", False)
+                    and float(group.get("dampening", 0.0)) != 0.0):
                 runtime.append("dampening")
         if float(group.get("weight_decay", 0.0)) != 0.0:
             runtime.append("weight_decay")

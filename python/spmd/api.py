@@ -286,6 +286,8 @@ def _optimizer_structure(optimizer, names=None):
         groups.append((
             tuple(names.get(id(p)) if names else id(p) for p in g["params"]),
             float(g.get("momentum", 0.0)) != 0.0,
+            # SGD without dampening does not read its step counter.
+            float(g.get("dampening", 0.0)) != 0.0,
             float(g.get("weight_decay", 0.0)) != 0.0,
             bool(g.get("nesterov", False)),
             bool(g.get("amsgrad", False)),

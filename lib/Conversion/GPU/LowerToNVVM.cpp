@@ -110,9 +110,11 @@ void mlir::spmd::buildGpuLowering(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeAttentionPass());
   // As on the CPU, up to buffers; optimizer state updated in place (its
   // buffers' frees, now at other points of the program stream, are reused at
-  // once by the device cache: same stream).
+  // once by the device cache: same stream); every op its own output buffer
+  // (no write-after-read between ops that could share a launch).
   spmd::buildLowerToBuffers(pm, [](OpPassManager &pm) {
     pm.addNestedPass<func::FuncOp>(spmd::createSpmdUpdateStateInPlacePass());
+    pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuFreshOutputsPass());
   });
   // Device buffers; matmuls to cuBLAS; the rest to kernels.
   spmd::ConvertLinalgToBlasPassOptions blas;

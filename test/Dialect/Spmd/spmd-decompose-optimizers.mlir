@@ -15,26 +15,45 @@ func.func @sgd_plain(%p: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // torch order: maximize negates first, then weight decay, then momentum.
-// The first step (step == 0) uses buffer/grad coefficients (0, 1).
+// Without dampening the coefficients (momentum, 1) serve every step (a
+// missing buffer is zeros): the step counter is incremented, not read.
 // CHECK-LABEL: func.func @sgd_full
 // CHECK-SAME: (%[[P:.*]]: tensor<4xf32>, %[[G:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>, %[[S:.*]]: tensor<f32>)
 // CHECK: %[[NEG:.*]] = spmd.foreach_neg [%[[G]]]
 // CHECK: %[[WD:.*]] = arith.constant 1.000000e-02 : f64
 // CHECK: %[[G1:.*]] = spmd.foreach_add [%[[NEG]]], [%[[P]]] alpha [%[[WD]]]
+// CHECK-NOT: tensor.extract
+// CHECK-NOT: arith.select
+// CHECK: %[[BS:.*]] = arith.constant 9.000000e-01 : f64
+// CHECK: %[[B1:.*]] = spmd.foreach_mul_scalar [%[[B]]] scalar [%[[BS]]]
+// CHECK: %[[B2:.*]] = spmd.foreach_add [%[[B1]]], [%[[G1]]] alpha [%{{.*}}]
+// CHECK: %[[G2:.*]] = spmd.foreach_add [%[[G1]]], [%[[B2]]] alpha [%{{.*}}]
+// CHECK: %[[S1:.*]] = spmd.foreach_add_scalar [%[[S]]]
+// CHECK: %[[P1:.*]] = spmd.foreach_add [%[[P]]], [%[[G2]]] alpha
+// CHECK: return %[[P1]], %[[B2]], %[[S1]]
+func.func @sgd_full(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %s: tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<f32>) {
+  %r:3 = spmd.sgd params [%p] grads [%g] momentum_buffers [%b] step %s {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.01 : f64, nesterov, maximize} : tensor<4xf32>
+  return %r#0, %r#1, %r#2 : tensor<4xf32>, tensor<4xf32>, tensor<f32>
+}
+
+// -----
+
+// With dampening, the first step (step == 0) uses buffer/grad coefficients
+// (0, 1), later ones (momentum, 1 - dampening).
+// CHECK-LABEL: func.func @sgd_dampening
+// CHECK-SAME: (%[[P:.*]]: tensor<4xf32>, %[[G:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>, %[[S:.*]]: tensor<f32>)
 // CHECK: %[[T:.*]] = tensor.extract %[[S]][] : tensor<f32>
 // CHECK: %[[T64:.*]] = arith.extf %[[T]] : f32 to f64
 // CHECK: %[[FIRST:.*]] = arith.cmpf oeq, %[[T64]]
 // CHECK: %[[BS:.*]] = arith.select %[[FIRST]], %{{.*}}, %{{.*}} : f64
 // CHECK: %[[GS:.*]] = arith.select %[[FIRST]], %{{.*}}, %{{.*}} : f64
 // CHECK: %[[B1:.*]] = spmd.foreach_mul_scalar [%[[B]]] scalar [%[[BS]]]
-// CHECK: %[[B2:.*]] = spmd.foreach_add [%[[B1]]], [%[[G1]]] alpha [%[[GS]]]
-// CHECK: %[[M:.*]] = arith.constant 9.000000e-01 : f64
-// CHECK: %[[G2:.*]] = spmd.foreach_add [%[[G1]]], [%[[B2]]] alpha [%[[M]]]
+// CHECK: %[[B2:.*]] = spmd.foreach_add [%[[B1]]], [%[[G]]] alpha [%[[GS]]]
 // CHECK: %[[S1:.*]] = spmd.foreach_add_scalar [%[[S]]]
-// CHECK: %[[P1:.*]] = spmd.foreach_add [%[[P]]], [%[[G2]]] alpha
+// CHECK: %[[P1:.*]] = spmd.foreach_add [%[[P]]], [%[[B2]]] alpha
 // CHECK: return %[[P1]], %[[B2]], %[[S1]]
-func.func @sgd_full(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %s: tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<f32>) {
-  %r:3 = spmd.sgd params [%p] grads [%g] momentum_buffers [%b] step %s {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.01 : f64, nesterov, maximize} : tensor<4xf32>
+func.func @sgd_dampening(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %s: tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<f32>) {
+  %r:3 = spmd.sgd params [%p] grads [%g] momentum_buffers [%b] step %s {lr = 0.1 : f64, momentum = 0.9 : f64, dampening = 0.5 : f64} : tensor<4xf32>
   return %r#0, %r#1, %r#2 : tensor<4xf32>, tensor<4xf32>, tensor<f32>
 }
 

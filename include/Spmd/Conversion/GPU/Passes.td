@@ -11,6 +11,37 @@
 
 include "mlir/Pass/PassBase.td"
 
+def SpmdGpuFreshOutputsPass : Pass<"spmd-gpu-fresh-outputs"> {
+  let summary = "Gives every op its own tensor.empty before bufferization";
+  let description = [{
+    Part of `spmd-lower-to-nvvm`, on tensors, right before one-shot
+    bufferization. CSE merges the `tensor.empty` of every op of one shape
+    into one; bufferization then gives those ops one buffer and computes an
+    elementwise op in place over an earlier op's result once nothing reads
+    that result afterwards (the MSE loss's gradient over the difference its
+    sum has just read). On the GPU that write-after-read keeps the two
+    readers of the difference, the sum and the gradient, in two launches.
+    Each destination-style op using a shared `tensor.empty` as an `outs`
+    operand gets its own clone (the first user keeps the original), so each
+    gets its own buffer; the GPU runtime's cache reuses freed device
+    buffers, so a steady step still allocates nothing. The CPU path keeps
+    the shared buffers (less memory; its loops run in order anyway).
+    Numerics are unchanged.
+
+    ```mlir
+    %e = tensor.empty() : tensor<4xf32>
+    %d = linalg.generic ... outs(%e : tensor<4xf32>)
+    %g = linalg.generic ... ins(%d) outs(%e : tensor<4xf32>)
+    // becomes
+    %e = tensor.empty() : tensor<4xf32>
+    %d = linalg.generic ... outs(%e : tensor<4xf32>)
+    %e2 = tensor.empty() : tensor<4xf32>
+    %g = linalg.generic ... ins(%d) outs(%e2 : tensor<4xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def SpmdGpuMemoryPass : Pass<"spmd-gpu-memory", "::mlir::ModuleOp"> {
   let summary = "Puts a bufferized program's buffers in GPU memory";
   let description = [{

@@ -152,16 +152,23 @@ void decompose(SGDOp op) {
   if (momentum.runtime || momentum.value != 0.0) {
     // torch: a missing buffer becomes clone(grad); otherwise
     // buf = momentum * buf + (1 - dampening) * grad. With (0, 1) as the
-    // coefficients on step 0 both are the same foreach ops.
+    // coefficients on step 0 both are the same foreach ops. Without
+    // dampening (known when compiling) the coefficients are the same on
+    // every step: a missing buffer is zeros (the bridge's and the step
+    // counter's convention), momentum * 0 + grad is grad, and the update
+    // does not read the step counter (which it increments): on the GPU the
+    // optimizer is then one kernel, not two around the counter.
     Value step = op.getStep();
-    Value first = arith::CmpFOp::create(b, fe.loc, arith::CmpFPredicate::OEQ,
-                                        fe.itemF64(step), fe.f64(0.0));
-    Value zero = fe.f64(0.0);
-    Value bufScale =
-        arith::SelectOp::create(b, fe.loc, first, zero, fe.get(momentum));
     Value one = fe.f64(1.0);
-    Value gradScale =
-        arith::SelectOp::create(b, fe.loc, first, one, fe.oneMinus(dampening));
+    Value bufScale = fe.get(momentum), gradScale = one;
+    if (dampening.runtime || dampening.value != 0.0) {
+      Value first = arith::CmpFOp::create(b, fe.loc, arith::CmpFPredicate::OEQ,
+                                          fe.itemF64(step), fe.f64(0.0));
+      Value zero = fe.f64(0.0);
+      bufScale = arith::SelectOp::create(b, fe.loc, first, zero, bufScale);
+      gradScale = arith::SelectOp::create(b, fe.loc, first, one,
+                                          fe.oneMinus(dampening));
+    }
     bufs = fe.mulScalar(bufs, bufScale);
     bufs = fe.add(bufs, grads, gradScale);
     grads = op.getNesterov() ? fe.add(grads, bufs, fe.get(momentum)) : bufs;

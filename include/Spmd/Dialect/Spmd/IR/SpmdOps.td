@@ -511,8 +511,11 @@ def Spmd_SGDOp : Spmd_Op<"sgd", [
     ```
 
     With `momentum != 0` the op takes one momentum buffer per parameter and a
-    step counter (a `tensor<f32>`, 0 before the first step) that stands for
-    torch's "buffer is None" test; without momentum it takes neither. The
+    step counter (a `tensor<f32>`, 0 before the first step, when the buffers
+    hold zeros, as the bridge and the runtime initialize them) that stands
+    for torch's "buffer is None" test; without momentum it takes neither.
+    (Without dampening, the first step's `b = g` is `momentum * 0 + g`: the
+    lowering then does not read the counter.) The
     types after the colon are the parameters'; gradients and buffers have
     the same. The results are the new parameters, then the new momentum
     buffers, then the new step counter.

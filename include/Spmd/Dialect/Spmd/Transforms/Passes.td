@@ -23,7 +23,13 @@ def SpmdDecomposeOptimizersPass
     counter: `buf = m * buf + d * g` with `(m, d) = (0, 1)` on step 0 and
     `(momentum, 1 - dampening)` after. This equals torch exactly as long as
     the buffer holds finite values before the first step (the runtime and
-    the bridge zero-initialize optimizer state).
+    the bridge zero-initialize optimizer state). Without dampening (0, known
+    when compiling: not a run-time hyperparameter) the two pairs give the
+    same buffer on step 0, since the buffer is zeros then (`momentum * 0 +
+    g` is `g`), so the update uses `(momentum, 1)` on every step and does
+    not read the counter, which it still increments: on the GPU the
+    optimizer is then one kernel instead of two around the counter (a
+    kernel cannot both read a counter in every thread and increment it).
 
     Before:
     ```mlir
