@@ -13,6 +13,7 @@ CUDA tensors over them, or, in the GPU emulator, CPU mirrors the device
 layer copies in before a step (those the host changed) and out after it.
 """
 
+import bisect
 import ctypes
 import weakref
 
@@ -48,11 +49,13 @@ class Executable:
         _sharding.claim(traced.model, style, program.mesh)
         self.states = {s.name: s for s in program.states}
         self.views = {}
+        buffers = []
         for s in program.states:
             if not s.sharded:
                 self.views[s.name] = _runtime.bind(
                     program.prefix + s.name, s.shape, s.dtype,
                     DTYPE_CODE[s.dtype])
+                buffers.append(self.views[s.name])
                 continue
             # Every rank's buffer holds the largest chunk; this rank's
             # chunk is its leading part (torch.chunk sizes).
@@ -62,6 +65,10 @@ class Executable:
                 s.dtype, DTYPE_CODE[s.dtype])
             self.views[s.name] = _sharding.local_view(
                 storage, s.shape, s.layout, program.mesh)
+            buffers.append(storage)
+        # The program's buffers, as address ranges: an input inside one is
+        # copied before the call (_StateRanges).
+        self._state_ranges = _StateRanges(buffers)
         # As DDP at construction: every rank starts from rank 0's model and
         # optimizer state (replicated state must be equal everywhere; a
         # whole tensor of a sharded state is broadcast before each rank
@@ -212,6 +219,8 @@ class Executable:
         args, keep = [], []
         for i, (info, t) in enumerate(zip(self.traced.inputs, tensors)):
             t = t.detach().contiguous()
+            if self._state_ranges.overlaps(t):
+                t = t.clone()
             keep.append(t)
             ptr = self.device.input_address(i, t)
             args += [ptr, ptr, 0, *t.shape, *t.stride()]
@@ -221,6 +230,31 @@ class Executable:
         if self.traced.optimizer is not None:
             self._publish_optimizer_state()
         return [self.views[n].clone() for n in self.program.outputs]
+
+
+class _StateRanges:
+    """The memory of a program's state buffers. The compiled code assumes
+    that no input shares memory with its state (the GPU path runs a kernel
+    reading an input and one writing a parameter in one launch): a tensor
+    passed as an input that lies in a state buffer (a parameter itself, or
+    a view of one, on the device the program holds it on) is copied first."""
+
+    def __init__(self, tensors):
+        ranges = sorted(
+            (t.data_ptr(), t.data_ptr() + t.numel() * t.element_size())
+            for t in tensors if t.numel())
+        self.starts = [lo for lo, _ in ranges]
+        self.ends = [hi for _, hi in ranges]
+
+    def overlaps(self, tensor) -> bool:
+        if not tensor.numel():
+            return False
+        lo = tensor.data_ptr()
+        hi = lo + tensor.numel() * tensor.element_size()
+        # The buffers are disjoint: of those starting before `hi`, the last
+        # ends last.
+        k = bisect.bisect_left(self.starts, hi)
+        return k > 0 and self.ends[k - 1] > lo
 
 
 # Adam's moment tensors in optimizer.state (and the suffixes of their state

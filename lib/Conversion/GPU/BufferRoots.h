@@ -3,8 +3,10 @@
 // What spmd-gpu-fuse-kernels and spmd-gpu-row-kernels assume about aliasing
 // of the buffers of a bufferized GPU program: views are their source's
 // buffer; distinct allocations are distinct buffers, as are runtime buffers
-// (state, constants) with different `spmd.gpu_buffer` names and an
-// allocation and a function argument; anything else may alias.
+// (state, constants) with different `spmd.gpu_buffer` names, an allocation
+// and a function argument, and a runtime buffer and a function argument
+// (the bridge copies an input that lies in the program's state before the
+// call); anything else may alias.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +72,11 @@ inline bool mayAlias(const Root &a, const Root &b) {
   }
   if (a.kind == Root::Named && b.kind == Root::Named)
     return a.key == b.key;
+  // An input is never the program's buffer (python/spmd/_executable.py
+  // copies one that lies in its state).
+  if ((a.kind == Root::Named && b.argument) ||
+      (b.kind == Root::Named && a.argument))
+    return false;
   return true;
 }
 

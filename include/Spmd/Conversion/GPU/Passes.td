@@ -11,6 +11,46 @@
 
 include "mlir/Pass/PassBase.td"
 
+def SpmdGpuRecomputeIntoReductionsPass
+    : Pass<"spmd-gpu-recompute-into-reductions"> {
+  let summary = "Computes elementwise ops again inside the reductions that "
+                "read them";
+  let description = [{
+    Part of `spmd-lower-to-nvvm`, on tensors, before bufferization. An
+    elementwise `linalg.generic` whose result has several readers (a GEMM
+    needs it: the MSE loss's difference, ReLU's or GELU's backward) and is
+    also summed by a column or full reduction (a bias gradient, the loss)
+    makes the reduction wait for it: two kernels. Here the reduction gets
+    its own clone of the elementwise op fused into it
+    (`linalg::fuseElementwiseOps`), so it reads the elementwise op's inputs
+    and the two are independent: `spmd-gpu-fuse-kernels` later runs them
+    in one launch. Producers are recomputed transitively (a fused
+    reduction's new inputs may be recomputable too) while the reduction's
+    body stays under 48 ops.
+
+    Only reductions that are not row reductions take producers (a row
+    reduction's chain already runs in one kernel,
+    `spmd-gpu-row-kernels`), only through permutation maps (an element is
+    recomputed once, not once per broadcast), never into contractions (they
+    stay GEMMs), and never producers that read their init or hold regions.
+    The recomputed values are the same operations on the same inputs:
+    numerics are unchanged. A producer left with one reader is fused into it
+    by the `spmd-fuse-elementwise` run that follows in the pipeline.
+
+    ```mlir
+    %d = linalg.generic {iterator_types = ["parallel", "parallel"]}
+           ins(%y, %t) outs(%e0) { subf }           // also read by a GEMM
+    %s = linalg.generic {iterator_types = ["reduction", "parallel"]}
+           ins(%d) outs(%z) { addf }
+    // becomes
+    %s = linalg.generic {iterator_types = ["reduction", "parallel"]}
+           ins(%y, %t) outs(%z) { subf; addf }
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def SpmdGpuFreshOutputsPass : Pass<"spmd-gpu-fresh-outputs"> {
   let summary = "Gives every op its own tensor.empty before bufferization";
   let description = [{
