@@ -173,6 +173,59 @@ func.func @costly_generator(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
 // -----
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#pos = affine_map<(d0, d1, d2) -> (d1, d2)>
+
+// The position table's rows at torch.arange's ids (a gather whose indices
+// come from its own loop indices, with its bounds checks) read through a
+// broadcast over the batch: each reader loads the table's element instead
+// of a stored copy, so the gather is recomputed in the add, and no copy
+// is made. A gather left without readers by earlier rewrites stays as it
+// is (it once crashed the per-reader cloning).
+// CHECK-LABEL: func.func @gather_generator
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%{{.*}} : tensor<6x8xf32>)
+// CHECK: %[[SUM:.*]] = linalg.generic
+// CHECK-SAME: ins(%arg0 : tensor<2x6x8xf32>)
+// CHECK: cf.assert
+// CHECK: tensor.extract %arg1
+// CHECK: arith.addf
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[SUM]]
+func.func @gather_generator(%x: tensor<2x6x8xf32>, %table: tensor<16x8xf32>) -> tensor<2x6x8xf32> {
+  %c16 = arith.constant 16 : index
+  %e0 = tensor.empty() : tensor<6x8xf32>
+  %dead = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]}
+      outs(%e0 : tensor<6x8xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %v = tensor.extract %table[%i, %j] : tensor<16x8xf32>
+    linalg.yield %v : f32
+  } -> tensor<6x8xf32>
+  %rows = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]}
+      outs(%e0 : tensor<6x8xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %ok = arith.cmpi slt, %i, %c16 : index
+    cf.assert %ok, "index must be smaller than dim size"
+    %v = tensor.extract %table[%i, %j] : tensor<16x8xf32>
+    linalg.yield %v : f32
+  } -> tensor<6x8xf32>
+  %e = tensor.empty() : tensor<2x6x8xf32>
+  %sum = linalg.generic {indexing_maps = [#id3, #pos, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %rows : tensor<2x6x8xf32>, tensor<6x8xf32>) outs(%e : tensor<2x6x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x6x8xf32>
+  return %sum : tensor<2x6x8xf32>
+}
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
 #bias = affine_map<(d0, d1) -> (d1)>
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 

@@ -108,13 +108,15 @@ void mlir::spmd::buildGpuLowering(OpPassManager &pm,
   attention.gpu = true;
   pm.addPass(spmd::createSpmdLowerAttentionPass(attention));
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdDecomposeAttentionPass());
-  // As on the CPU, up to buffers; elementwise ops a GEMM needs computed
+  // As on the CPU, up to buffers; a bias add alone after its GEMM as the
+  // GEMM's beta = 1; elementwise ops a GEMM needs computed
   // again in the column and full reductions that read them (one launch for
   // both); optimizer state updated in place (its
   // buffers' frees, now at other points of the program stream, are reused at
   // once by the device cache: same stream); every op its own output buffer
   // (no write-after-read between ops that could share a launch).
   spmd::buildLowerToBuffers(pm, [](OpPassManager &pm) {
+    pm.addNestedPass<func::FuncOp>(spmd::createSpmdGpuBiasIntoGemmsPass());
     pm.addNestedPass<func::FuncOp>(
         spmd::createSpmdGpuRecomputeIntoReductionsPass());
     pm.addNestedPass<func::FuncOp>(spmd::createSpmdFuseElementwisePass());

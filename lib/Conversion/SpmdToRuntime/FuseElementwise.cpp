@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
@@ -33,15 +34,24 @@ namespace {
 /// A generic that reads nothing and computes from its indices with a few
 /// arith ops and index maps (torch.arange's iota, a position id): recomputing
 /// it wherever it is read costs no memory traffic, unlike storing and loading
-/// it. A body with anything else (sinusoidal position encodings' exp and sin)
-/// is not recomputed for every element of a broadcast.
+/// it. So does one that yields an element of a tensor at indices computed so
+/// (the position table's rows at those ids, with the gather's bounds
+/// checks): its readers load the table's element instead of the copy's. A
+/// body with anything else (sinusoidal position encodings' exp and sin, an
+/// element used for more than the yield) is not recomputed for every element
+/// of a broadcast.
 bool isGenerator(Operation *op) {
   auto generic = dyn_cast_if_present<linalg::GenericOp>(op);
   if (!generic || generic.getNumDpsInputs() != 0 ||
       generic.getNumDpsInits() != 1 || !generic.hasPureTensorSemantics())
     return false;
-  return llvm::all_of(generic.getBody()->getOperations(), [](Operation &op) {
-    return isa<linalg::IndexOp, linalg::YieldOp, affine::AffineApplyOp>(op) ||
+  Operation *yield = generic.getBody()->getTerminator();
+  return llvm::all_of(generic.getBody()->getOperations(), [&](Operation &op) {
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op))
+      return llvm::all_of(extract->getUsers(),
+                          [&](Operation *user) { return user == yield; });
+    return isa<linalg::IndexOp, linalg::YieldOp, affine::AffineApplyOp,
+               cf::AssertOp>(op) ||
            isa<arith::ArithDialect>(op.getDialect());
   });
 }
@@ -148,7 +158,8 @@ void cheapProducersPerUser(Operation *root) {
   // position embedding's gradient) likewise: each reader, or reshape,
   // generates its own, and none is stored.
   root->walk([&](linalg::GenericOp generic) {
-    if (isGenerator(generic) && !generic->getResult(0).hasOneUse())
+    Value result = generic->getResult(0);
+    if (isGenerator(generic) && !result.use_empty() && !result.hasOneUse())
       producers.push_back(generic);
   });
   for (linalg::GenericOp producer : producers) {

@@ -577,7 +577,8 @@ func.func @bucket_slices(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>
 // gradient's column sum) as one launch: blocks 4 and 5 run the loop's 40
 // iterations, 32 a block. The row part stays straight-line code (its warp
 // shuffles may not be in a branch): the added blocks compute row 3 again
-// and skip its stores. A loop reading what the kernel writes stays.
+// and skip its stores. An index check in the kernel (a gather's bounds)
+// holds in them too. A loop reading what the kernel writes stays.
 // CHECK-LABEL: func.func @loop_into_row_kernel
 // CHECK: %[[GRID:.*]] = arith.constant 6 : index
 // CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]],
@@ -612,6 +613,8 @@ func.func @loop_into_row_kernel(%x: memref<4x32xf32>, %a: memref<40x3xf32>) -> (
   %first = gpu.alloc () : memref<4xf32>
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %ok = arith.cmpi slt, %tx, %c32 : index
+    cf.assert %ok, "index must be smaller than dim size"
     %v = memref.load %x[%bx, %tx] : memref<4x32xf32>
     %w = arith.addf %v, %v : f32
     memref.store %w, %y[%bx, %tx] : memref<4x32xf32>

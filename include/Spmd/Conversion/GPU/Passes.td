@@ -11,6 +11,41 @@
 
 include "mlir/Pass/PassBase.td"
 
+def SpmdGpuBiasIntoGemmsPass : Pass<"spmd-gpu-bias-into-gemms"> {
+  let summary = "Adds a GEMM's bias through cuBLAS's beta = 1";
+  let description = [{
+    Part of `spmd-lower-to-nvvm`, on tensors, before bufferization. An f32
+    `linalg.generic` that only adds a `linalg.matmul`'s product (computed
+    into a zero fill and read nowhere else, directly or through one
+    `tensor.expand_shape`) and a tensor read through a broadcast (a linear
+    layer's bias, when no activation or residual joins the add: QKV's,
+    read next by attention, a runtime call) is a kernel of its own. Here
+    the matmul accumulates into the bias broadcast over its output instead
+    (cuBLAS's `beta = 1`): the broadcast reads only the bias, so
+    `spmd-gpu-fuse-kernels` moves its loop into an earlier launch, and the
+    add's kernel is gone.
+
+    The bias's map must name dimensions that are alone in their
+    `expand_shape` group (the columns); other adds stay. cuBLAS computes
+    `alpha * (A B) + beta * C` once the products are summed, as the add
+    did; the emulator's BLAS adds some partial sums onto the bias instead
+    (float32 rounding). A same-shape tensor is `spmd-fuse-elementwise`'s
+    case (no broadcast needed).
+
+    ```mlir
+    %z = linalg.fill ins(%zero) outs(%e) -> tensor<8x6xf32>
+    %p = linalg.matmul ins(%x, %w) outs(%z) -> tensor<8x6xf32>
+    %y = linalg.generic {maps = [(m, n) -> (m, n), (m, n) -> (n), id]}
+           ins(%p, %bias) outs(%e2) { addf }
+    // becomes
+    %b = linalg.generic {maps = [(m, n) -> (n), id]} ins(%bias) outs(%e)
+    %y = linalg.matmul ins(%x, %w) outs(%b) -> tensor<8x6xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def SpmdGpuRecomputeIntoReductionsPass
     : Pass<"spmd-gpu-recompute-into-reductions"> {
   let summary = "Computes elementwise ops again inside the reductions that "
