@@ -332,7 +332,12 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     from its indices with arith ops and index maps only: `torch.arange`'s
     iota, position ids) fuses into every consumer, through a broadcast too,
     since recomputing it reads no memory (a body with `math` ops, such as a
-    sinusoidal encoding, is not recomputed per broadcast element); one
+    sinusoidal encoding, is not recomputed per broadcast element). So does
+    one that yields a `tensor.extract` of a tensor at indices computed so,
+    with `cf.assert` bounds checks (the position table's rows at
+    `torch.arange`'s ids): each reader loads the table's element instead of
+    a stored copy's, and the gathered value may be used by the yield only;
+    one
     reshaped with `tensor.expand_shape` before its use (the iota viewed as
     1 x C against a column of targets in cross-entropy's one-hot) is first
     generated in the expanded shape (upstream's
