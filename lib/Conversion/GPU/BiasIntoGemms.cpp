@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Conversion/GPU/Passes.h"
+#include "Spmd/Conversion/MatmulAccumulation.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -28,23 +29,10 @@ namespace {
 /// `generic` adds its two inputs of f32, element by element, into an init
 /// it does not read, and yields the sum: nothing else to compute.
 bool isPlainF32Add(linalg::GenericOp generic) {
-  if (!generic.hasPureTensorSemantics() || generic.getNumDpsInputs() != 2 ||
-      generic.getNumDpsInits() != 1 ||
-      generic.getNumLoops() != generic.getNumParallelLoops() ||
-      !generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
-           .isIdentity())
-    return false;
-  Block *body = generic.getBody();
-  if (body->getOperations().size() != 2)
-    return false;
-  auto add = dyn_cast<arith::AddFOp>(body->front());
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  if (!add || !add.getType().isF32() || yield.getValues().size() != 1 ||
-      yield.getValues()[0] != add.getResult())
-    return false;
-  Value x = body->getArgument(0), y = body->getArgument(1);
-  return (add.getLhs() == x && add.getRhs() == y) ||
-         (add.getLhs() == y && add.getRhs() == x);
+  return spmd::addsItsInputs(generic) &&
+         generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
+             .isIdentity() &&
+         generic.getBody()->front().getResult(0).getType().isF32();
 }
 
 /// The matmul whose product `value` is, directly or through one
@@ -57,13 +45,8 @@ std::pair<linalg::MatmulOp, tensor::ExpandShapeOp> productOf(Value value) {
       return {};
     value = expand.getSrc();
   }
-  auto matmul = value.getDefiningOp<linalg::MatmulOp>();
-  if (!matmul || !matmul.hasPureTensorSemantics() || !value.hasOneUse() ||
-      matmul.getCast() != linalg::TypeFn::cast_signed ||
-      !cast<ShapedType>(value.getType()).getElementType().isF32())
-    return {};
-  auto fill = matmul.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
-  if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+  linalg::MatmulOp matmul = spmd::zeroStartedMatmul(value);
+  if (!matmul || !cast<ShapedType>(value.getType()).getElementType().isF32())
     return {};
   return {matmul, expand};
 }
@@ -91,14 +74,6 @@ std::optional<AffineMap> overProduct(AffineMap map,
   return AffineMap::get(groups.size(), 0, results, map.getContext());
 }
 
-/// Whether `value` exists where `op` runs (defined before it in its block,
-/// or an argument of that block).
-bool availableAt(Value value, Operation *op) {
-  if (Operation *def = value.getDefiningOp())
-    return def->getBlock() == op->getBlock() && def->isBeforeInBlock(op);
-  return cast<BlockArgument>(value).getOwner() == op->getBlock();
-}
-
 /// Rewrites `add` (a plain add of a matmul's product and another tensor
 /// read through a broadcast, read by no linalg op) into the matmul accumulating
 /// into that tensor broadcast over its output. Returns whether it did.
@@ -124,7 +99,7 @@ bool biasIntoGemm(linalg::GenericOp add) {
       continue;
     std::optional<AffineMap> map = overProduct(biasMap, expand);
     Value bias = biasOperand->get();
-    if (!map || !availableAt(bias, matmul))
+    if (!map || !spmd::availableAt(bias, matmul))
       continue;
     OpBuilder b(matmul);
     Location loc = add.getLoc();

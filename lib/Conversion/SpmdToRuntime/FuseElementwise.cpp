@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Spmd/Conversion/MatmulAccumulation.h"
 #include "Spmd/Conversion/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -211,27 +212,13 @@ void fillPerUser(Operation *root) {
 /// Whether `generic` adds its two inputs, element by element, of one shape
 /// and element type, into an init it does not read.
 bool isPlainAdd(linalg::GenericOp generic) {
-  if (!generic.hasPureTensorSemantics() || generic.getNumDpsInputs() != 2 ||
-      generic.getNumDpsInits() != 1 ||
-      generic.getNumLoops() != generic.getNumParallelLoops() ||
+  if (!spmd::addsItsInputs(generic) ||
       !llvm::all_of(generic.getIndexingMapsArray(),
                     [](AffineMap map) { return map.isIdentity(); }))
     return false;
   Type type = generic->getResult(0).getType();
-  if (generic.getDpsInputs()[0].getType() != type ||
-      generic.getDpsInputs()[1].getType() != type)
-    return false;
-  Block *body = generic.getBody();
-  if (body->getOperations().size() != 2)
-    return false;
-  auto add = dyn_cast<arith::AddFOp>(body->front());
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  if (!add || yield.getValues().size() != 1 ||
-      yield.getValues()[0] != add.getResult())
-    return false;
-  Value x = body->getArgument(0), y = body->getArgument(1);
-  return (add.getLhs() == x && add.getRhs() == y) ||
-         (add.getLhs() == y && add.getRhs() == x);
+  return generic.getDpsInputs()[0].getType() == type &&
+         generic.getDpsInputs()[1].getType() == type;
 }
 
 /// A matmul of a zero-filled output whose only reader adds it to another
@@ -253,21 +240,13 @@ void accumulateIntoMatmuls(Operation *root) {
     for (unsigned k : {1u, 0u}) {
       Value product = add.getDpsInputs()[k];
       Value other = add.getDpsInputs()[1 - k];
-      auto matmul = product.getDefiningOp<linalg::MatmulOp>();
-      if (!matmul || !matmul.hasPureTensorSemantics() || !product.hasOneUse() ||
-          !other.hasOneUse() ||
-          matmul.getCast() != linalg::TypeFn::cast_signed ||
-          matmul->getBlock() != add->getBlock())
-        continue;
-      auto fill = matmul.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
-      if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
-        continue;
+      linalg::MatmulOp matmul = spmd::zeroStartedMatmul(product);
       // The other term must exist where the matmul runs.
-      Operation *def = other.getDefiningOp();
-      if (def ? !(def->getBlock() == matmul->getBlock() &&
-                  def->isBeforeInBlock(matmul))
-              : cast<BlockArgument>(other).getOwner() != matmul->getBlock())
+      if (!matmul || !other.hasOneUse() ||
+          matmul->getBlock() != add->getBlock() ||
+          !spmd::availableAt(other, matmul))
         continue;
+      Operation *fill = matmul.getDpsInits()[0].getDefiningOp();
       matmul.getDpsInitsMutable()[0].assign(other);
       add->replaceAllUsesWith(matmul->getResults());
       add->erase();
