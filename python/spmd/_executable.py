@@ -105,6 +105,22 @@ class Executable:
                         self._adopt_sgd(st, n, gi, agree)
                     else:
                         self._adopt_adam(st, n, agree)
+            # Gradients present before the call, a traced optimizer's state.
+            for e in self.traced.extras:
+                source = self._extra_source(e, params)
+                if source is not None:
+                    self._copy_in(e.name, source, agree)
+
+    def _extra_source(self, extra, params):
+        """The tensor an extra state's buffer takes its value from: the
+        parameter's `.grad`, or the optimizer's state tensor (None for a
+        run-time option, which the host writes before every call)."""
+        if extra.kind == "grad":
+            return params[extra.param].grad
+        if extra.kind == "optimizer_state":
+            st = self.traced.optimizer.state.get(params[extra.param], {})
+            return st.get(extra.key)
+        return None
 
     def _copy_in(self, name, source, agree=False):
         """`source` into the buffer of state `name`: for a sharded state,
@@ -164,6 +180,10 @@ class Executable:
                     if name in self.views and not _is_view(st.get(key),
                                                            self.views[name]):
                         replaced = True
+        for e in self.traced.extras:
+            source = self._extra_source(e, params)
+            if source is not None and not _is_view(source, self.views[e.name]):
+                replaced = True
         if replaced:
             self._adopt_state()
 
@@ -184,9 +204,21 @@ class Executable:
                 self.views[name].fill_(value)
                 self._written[name] = value
 
+    def _publish_gradients(self):
+        """`.grad` as eager leaves it: a view of the program's gradient
+        buffer where the step leaves one, None elsewhere."""
+        after = set(self.traced.grads_after)
+        for n, p in self.traced.model.named_parameters():
+            p.grad = self.views[f"{n}.grad"] if n in after else None
+
     def _publish_optimizer_state(self):
         opt = self.traced.optimizer
         params = dict(self.traced.model.named_parameters())
+        for e in self.traced.extras + self.traced.created:
+            if e.kind == "optimizer_state":
+                opt.state[params[e.param]][e.key] = self.views[e.name]
+        for n, constants in self.traced.optimizer_constants.items():
+            opt.state[params[n]].update(constants)
         for kind, names, gi in self.program.groups:
             for n in names:
                 st = opt.state[params[n]]
@@ -229,7 +261,11 @@ class Executable:
         self.device.after_step()
         if self.traced.optimizer is not None:
             self._publish_optimizer_state()
-        return [self.views[n].clone() for n in self.program.outputs]
+        self._publish_gradients()
+        tensors = iter([self.views[n].clone() for n in self.program.outputs])
+        constants = self.traced.output_constants
+        return [constants[i] if i in constants else next(tensors)
+                for i in range(self.traced.output_spec.num_leaves)]
 
 
 class _StateRanges:

@@ -4,7 +4,8 @@ Around the function torch-mlir imported (forward and backward), the bridge
 writes what torch-mlir does not know: a mesh over the ranks, one
 `spmd.state` per parameter, buffer, optimizer state and returned value
 (named by PyTorch FQN), the inputs' specs, and the optimizer as one
-`spmd.sgd` / `spmd.adam` op per parameter group:
+`spmd.sgd` / `spmd.adam` op per parameter group (any other optimizer's
+step is traced into the imported function, _optimizer.py):
 
     func.func @train_step(%in0: tensor<64x8xf32> {spmd.spec = ...}, ...) {
       %p0 = spmd.load @"fc.weight" ...
@@ -148,6 +149,9 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
               sharded.get(n, ()))
     for n in traced.buffer_names:
         state(n, buffers[n].shape, buffers[n].dtype, "buffer")
+    for e in traced.extras + traced.created:
+        state(e.name, e.shape, e.dtype, _ROLE[e.kind],
+              _extra_layout(e, params, sharded))
 
     args = []
     for i, info in enumerate(traced.inputs):
@@ -177,6 +181,13 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
         gathered[n] = v
     operands = [gathered[n]
                 for n in traced.param_names + traced.buffer_names]
+    for e in traced.extras:
+        v = w.fresh("x")
+        w.emit(f"{v} = spmd.load {w.symbol(e.name)} : "
+               f"{tensor_type(e.shape, e.dtype)}")
+        operands.append(v)
+        if e.kind == "option":
+            program.hyperparams.append((e.name, e.group, e.key, e.index))
     operands += [f"%in{i}" for i in range(len(traced.inputs))]
     if traced.rng_draws:
         # The random ops' [seed, offset] (_random.py), written by the host
@@ -199,7 +210,7 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
     grads = dict(zip(traced.grad_names,
                      results[traced.num_outputs:first_update]))
 
-    if traced.optimizer is not None:
+    if traced.optimizer is not None and not traced.traced_optimizer:
         for gi, group in enumerate(traced.optimizer.param_groups):
             names = [traced.param_names[traced.param_names.index(n)]
                      for n in _group_names(traced, group) if n in grads]
@@ -208,11 +219,11 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
                                  params, values, grads, state, program,
                                  sharded)
 
-    # Buffers updated in place (BatchNorm's running statistics): stored.
-    for name, value in zip(traced.buffer_updates, results[first_update:]):
-        t = buffers[name]
-        w.emit(f"spmd.store {value} to {w.symbol(name)} : "
-               f"{tensor_type(t.shape, t.dtype)}")
+    # States the step writes (BatchNorm's running statistics, a traced
+    # optimizer's parameters and state, gradients): stored.
+    types = {s.name: tensor_type(s.shape, s.dtype) for s in program.states}
+    for name, value in zip(traced.updates, results[first_update:]):
+        w.emit(f"spmd.store {value} to {w.symbol(name)} : {types[name]}")
 
     for i in range(traced.num_outputs):
         v = out_vals[i]
@@ -227,6 +238,22 @@ def build(traced: Traced, imported: str, world: int, prefix: str = "",
         f"  func.func @{ENTRY}({', '.join(args)}) {{\n"
         + "\n".join(w.lines) + "\n  }\n") + imported + "\n}\n"
     return program
+
+
+# The program state role of each kind of extra state (_trace.ExtraState).
+_ROLE = {"grad": "gradient", "optimizer_state": "optimizer_state",
+         "option": "optimizer_state"}
+
+
+def _extra_layout(extra, params, sharded) -> tuple:
+    """A gradient, or an optimizer state of its parameter's shape, is
+    sharded as its parameter (fully_shard: this rank's chunk, as FSDP2's
+    `.grad`); anything else is replicated."""
+    if extra.kind == "option" or extra.param not in sharded:
+        return ()
+    if tuple(extra.shape) != tuple(params[extra.param].shape):
+        return ()
+    return sharded[extra.param]
 
 
 def _group_names(traced, group):

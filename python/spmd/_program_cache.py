@@ -34,6 +34,7 @@ candidate entry (same context), and a miss then runs the step's Python
 twice. `SPMD_PROGRAM_CACHE=0` turns the cache off.
 """
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -85,11 +86,11 @@ class Recorder(TorchDispatchMode):
         """`step`, run under the recorder; its inputs and outputs named."""
         # Same signature: make_fx names the graph's inputs after it.
         @functools.wraps(step)
-        def observed(params, buffers, tensors, rng):
-            for t in [*params, *buffers, *tensors, rng]:
+        def observed(params, buffers, extra, tensors, rng):
+            for t in [*params, *buffers, *extra, *tensors, rng]:
                 self._name(t)
             with self:
-                out = step(params, buffers, tensors, rng)
+                out = step(params, buffers, extra, tensors, rng)
             if self.failed is None:
                 try:
                     self._update("outputs", self._describe(out),
@@ -235,7 +236,8 @@ def agrees(stored: Traced, ran: Traced) -> bool:
     an equal key, checked anyway."""
     return all(getattr(stored, f) == getattr(ran, f) for f in (
         "param_names", "buffer_names", "inputs", "num_outputs",
-        "output_spec", "grad_names", "rng_draws"))
+        "output_spec", "grad_names", "rng_draws", "extras", "created",
+        "grads_after", "output_constants", "optimizer_constants"))
 
 
 def store(ctx: str, key: Optional[str], traced: Traced,
@@ -248,8 +250,7 @@ def store(ctx: str, key: Optional[str], traced: Traced,
         spec = pytree.treespec_dumps(traced.output_spec)
     except Exception:  # a custom container pytree has no serializer for
         return
-    kept = Traced(None, None, None, traced.param_names, traced.buffer_names,
-                  traced.inputs, traced.num_outputs, None, traced.grad_names,
-                  traced.rng_draws, traced.buffer_updates)
+    kept = dataclasses.replace(traced, graph=None, model=None,
+                               optimizer=None, output_spec=None)
     _toolchain.write_whole(_directory(ctx) / f"{key}.pickle", pickle.dumps(
         {"traced": kept, "program": program, "output_spec": spec}))

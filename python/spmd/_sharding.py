@@ -191,6 +191,7 @@ def full_state_dict(model: torch.nn.Module,
         full[index] = {
             k: (gather(v, *entry, mesh) if entry is not None
                 and isinstance(v, torch.Tensor) and v.dim() >= 1
+                and tuple(v.shape) == tuple(order[index].shape)
                 else (v.clone() if isinstance(v, torch.Tensor) else v))
             for k, v in entries.items()}
     return state, {"state": full, "param_groups": osd["param_groups"]}

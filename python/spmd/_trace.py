@@ -1,14 +1,24 @@
-"""Traces a train step into one FX graph: forward and backward, with the
-optimizer captured instead of traced.
+"""Traces a train step into one FX graph: forward and backward, and the
+optimizer captured (SGD, Adam, AdamW) or traced (any other, _optimizer.py).
 
 `make_fx` runs the user's step once on fake tensors of the global shapes,
-with the model reparametrized by graph inputs (its parameters and buffers)
-and the optimizer's `step()` replaced by a capture of the gradients at that
-moment. The graph's inputs are the parameters, the buffers and the step's
-tensor arguments; its outputs are the step's returned tensors, then one
-gradient per optimized parameter that has one.
+with the model reparametrized by graph inputs (its parameters and buffers).
+A first-class optimizer's `step()` is replaced by a capture of the
+gradients at that moment; any other optimizer's step runs on the traced
+parameters and state. Gradients follow eager: a `.grad` present before
+the call is a graph input the backward accumulates into, and a `.grad`
+present after it is a graph output (the program keeps both in a state
+`<FQN>.grad`, which `.grad` then views).
+
+The graph's inputs are the parameters, the buffers, the extra states
+(`Traced.extras`: gradients, a traced optimizer's state and run-time
+options), the step's tensor arguments and the random state; its outputs
+are the step's returned tensors, one gradient per parameter a first-class
+optimizer updates, then the new values of the states the step changes
+(`Traced.updates`).
 """
 
+import collections
 import contextlib
 import linecache
 import os
@@ -25,7 +35,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils import stateless
 from torch.utils import _pytree as pytree
 
-from . import _attention, _random, _sharding
+from . import _attention, _optimizer, _random, _sharding
 from ._decompositions import UnsupportedError, decomposition_table
 from .placement import Placement, Replicate, Shard
 
@@ -50,6 +60,23 @@ class InputInfo:
 
 
 @dataclass
+class ExtraState:
+    """A program state the step reads besides parameters and buffers, or
+    creates: a gradient (`kind` "grad", `<param>.grad`), a traced
+    optimizer's state tensor ("optimizer_state", `<param>.<key>`) or a
+    run-time option of its group ("option", `optimizer.param_groups.<gi>.
+    <key>[.<index>]`)."""
+    name: str
+    kind: str
+    param: str = ""                # the parameter's FQN (grad, state)
+    key: Any = None                # the state's key, or the option's
+    index: Optional[int] = None    # the option's index in its tuple
+    group: int = 0                 # the option's param group
+    shape: tuple = ()              # global
+    dtype: torch.dtype = torch.float32
+
+
+@dataclass
 class Traced:
     graph: torch.fx.GraphModule
     model: torch.nn.Module
@@ -64,9 +91,29 @@ class Traced:
     # Random numbers one call draws (_random.py); when non-zero, the graph's
     # last input is the [seed, offset] int64 tensor they are drawn from.
     rng_draws: int = 0
-    # Buffers the step updates in place (BatchNorm's running statistics):
-    # their new values follow the gradients among the outputs, in order.
-    buffer_updates: List[str] = field(default_factory=list)
+    # States the step writes (buffers updated in place such as BatchNorm's
+    # running statistics, parameters a traced optimizer updates, gradients,
+    # optimizer state): their new values follow the gradients among the
+    # outputs, in order.
+    updates: List[str] = field(default_factory=list)
+    # Graph inputs after the buffers (gradients present before the call, a
+    # traced optimizer's state and run-time options), in order.
+    extras: List[ExtraState] = field(default_factory=list)
+    # States the step creates (not inputs): a gradient without one before
+    # the call, lazily initialized optimizer state.
+    created: List[ExtraState] = field(default_factory=list)
+    # Parameters that have a .grad after the call (the others' is None).
+    grads_after: List[str] = field(default_factory=list)
+    # A traced optimizer's state that is not a tensor, after the step:
+    # {param FQN: {key: value}} (constants of the program).
+    optimizer_constants: dict = field(default_factory=dict)
+    # The returned structure's leaves that are not tensors (None, numbers,
+    # strings): {leaf index: value}; the tensors fill the other leaves.
+    output_constants: dict = field(default_factory=dict)
+
+    @property
+    def traced_optimizer(self) -> bool:
+        return _optimizer.is_traced(self.optimizer)
 
 
 _OWN_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
@@ -301,29 +348,77 @@ def _find_model_and_optimizer(leaves):
 
 
 class _OptimizerCapture:
-    """During tracing: the optimizer's groups hold the traced parameters, and
-    `step()` records their gradients instead of updating anything."""
+    """During tracing: the optimizer's groups hold the traced parameters.
+    A first-class optimizer's `step()` records their gradients instead of
+    updating anything; any other's runs on the traced parameters, with
+    `state` (the traced state {traced param: {key: value}}) and `options`
+    ({group index: {(key, index): traced scalar}}) in place of its own."""
 
-    def __init__(self, optimizer, traced_by_id):
+    def __init__(self, optimizer, traced_by_id, state=None, options=None,
+                 clone_grads=False):
         self.optimizer = optimizer
         self.traced_by_id = traced_by_id
+        self.state = state
+        self.options = options or {}
+        # A captured gradient the step changes later (zero_grad without
+        # set_to_none) is captured as a copy (trace() retraces so).
+        self.clone_grads = clone_grads
         self.grads = None
+        self.versions = []
+        self.stepped = False
 
     def _step(self, closure=None):
-        if closure is not None:
-            raise UnsupportedError(
-                "spmd.compile: optimizer.step(closure) is not supported",
-                hint="compute the loss in the step and call "
-                "optimizer.step() without a closure")
-        if self.grads is not None:
+        if self.stepped:
             raise UnsupportedError(
                 "spmd.compile: optimizer.step() is called more than once in "
                 "one train step",
                 hint="accumulate over micro-batches with one backward() each "
                 "and call optimizer.step() once, or compile a step per "
                 "update")
-        self.grads = [[p.grad for p in group["params"]]
-                      for group in self.optimizer.param_groups]
+        self.stepped = True
+        if _optimizer.is_traced(self.optimizer):
+            return self._traced_step(closure)
+        if closure is not None:
+            raise UnsupportedError(
+                "spmd.compile: optimizer.step(closure) is not supported",
+                hint="compute the loss in the step and call "
+                "optimizer.step() without a closure")
+        self.grads = []
+        for group in self.optimizer.param_groups:
+            grads = []
+            for p in group["params"]:
+                g = p.grad
+                if g is not None:
+                    self.versions.append((g, g._version))
+                    if self.clone_grads:
+                        g = g.clone()
+                grads.append(g)
+            self.grads.append(grads)
+        return None
+
+    def _traced_step(self, closure):
+        for group in self.optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is not None and p.grad.is_sparse:
+                    raise UnsupportedError(
+                        f"spmd.compile: {type(self.optimizer).__name__} "
+                        "takes sparse gradients, which spmd does not "
+                        "compile",
+                        hint="use dense gradients (nn.Embedding("
+                        "sparse=False)) and a dense optimizer")
+        saved = self.optimizer.state
+        self.optimizer.state = self.state
+        try:
+            with contextlib.ExitStack() as stack:
+                for gi, group in enumerate(self.optimizer.param_groups):
+                    stack.enter_context(_optimizer.traced_options(
+                        group, self.options.get(gi, {})))
+                return _optimizer.run_step(self.optimizer, closure)
+        finally:
+            self.optimizer.state = saved
+
+    def changed_after_capture(self) -> bool:
+        return any(g._version != v for g, v in self.versions)
 
     def __enter__(self):
         if self.optimizer is None:
@@ -359,10 +454,15 @@ def _compiling():
         torch.compiler._is_compiling_flag = saved
 
 
+class _RetraceWithClones(Exception):
+    """A captured gradient changed after optimizer.step() captured it."""
+
+
 class _Harness:
     """The user's step made a function of its traced state: `step(params,
-    buffers, inputs, rng)` runs it with the model reparametrized by
-    `params` and `buffers` and the optimizer captured; what it learns of the
+    buffers, extras, inputs, rng)` runs it with the model reparametrized by
+    `params` and `buffers`, gradients present before the call set from
+    `extras`, and the optimizer captured or traced; what it learns of the
     step's outputs lands in `result`."""
 
     def __init__(self, fn, args, kwargs, world: int, default: Placement):
@@ -377,15 +477,18 @@ class _Harness:
         self.named_params, self.named_buffers = named_params, named_buffers
         self.param_names = param_names = list(named_params)
         self.buffer_names = buffer_names = list(named_buffers)
+        self.extras = extras = _extra_states(model, named_params, optimizer,
+                                             name_of)
         self.result = result = {}
+        self.clone_grads = False
 
-        def step(params, buffers, tensors, rng):
+        def step(params, buffers, extra, tensors, rng):
             with _random.tracing(rng) as draws:
-                out = traced_step(params, buffers, tensors)
+                out = traced_step(params, buffers, extra, tensors)
             result["rng_draws"] = draws.drawn
             return out
 
-        def traced_step(params, buffers, tensors):
+        def traced_step(params, buffers, extra, tensors):
             flat = list(leaves)
             for info, t in zip(inputs, tensors):
                 flat[info.position] = t
@@ -394,42 +497,233 @@ class _Harness:
             mapping.update(zip(buffer_names, buffers))
             traced_by_id = {id(named_params[n]): t
                             for n, t in zip(param_names, params)}
-            capture = _OptimizerCapture(optimizer, traced_by_id)
+            by_name = dict(zip(param_names, params))
+            extra_by_name = {e.name: t for e, t in zip(extras, extra)}
+            for e, t in zip(extras, extra):
+                if e.kind == "grad":
+                    by_name[e.param].grad = t
+            state, options = None, None
+            if _optimizer.is_traced(optimizer):
+                state, options = _traced_optimizer_state(
+                    optimizer, name_of, by_name, extras, extra)
+            capture = _OptimizerCapture(optimizer, traced_by_id, state,
+                                        options, self.clone_grads)
             with stateless._reparametrize_module(model, mapping,
                                                  tie_weights=True), \
                     capture, _attention.traced_attention():
                 out = fn(*call_args, **call_kwargs)
-            out_leaves, out_spec = pytree.tree_flatten(out)
-            if not all(isinstance(o, torch.Tensor) for o in out_leaves):
-                raise UnsupportedError(
-                    "spmd.compile: the step may only return tensors (or "
-                    "nested tuples/lists/dicts of them)",
-                    hint="return the tensor and call .item() after the step")
+            if capture.changed_after_capture():
+                raise _RetraceWithClones()
+            out_leaves, out_spec = _returned(out)
             result["num_outputs"] = len(out_leaves)
             result["output_spec"] = out_spec
+            result["output_constants"] = _returned_constants(out)
             grads, result["grad_names"] = _captured_grads(optimizer, capture,
                                                           name_of)
-            return (*[o.detach() for o in out_leaves], *grads)
+            explicit, created, dropped = _state_outputs(
+                model, optimizer, name_of, by_name, extras, extra_by_name,
+                state, result)
+            result["explicit_updates"] = [name for name, _ in explicit]
+            result["created"] = created
+            result["dropped"] = dropped
+            return (*[o.detach() for o in out_leaves], *grads,
+                    *[t.detach() for _, t in explicit])
 
         self.step = step
 
     def state(self, like=None):
-        """The parameters, buffers and random state (seed, offset) the step
-        is traced with (_traced_state; `like` makes each)."""
+        """The parameters, buffers, extra states and random state (seed,
+        offset) the step is traced with (_traced_state; `like` makes
+        each)."""
         params, buffers = _traced_state(
             self.model, self.named_params, self.named_buffers,
             self.param_names, self.buffer_names, like)
         where = next((t.device for t in params + buffers),
                      torch.device("cpu"))
-        rng = torch.zeros(2, dtype=torch.int64, device=where)
-        return params, buffers, rng if like is None else like(rng)
 
-    def traced(self, graph, buffer_updates=()) -> Traced:
+        def make(e):
+            if like is not None:
+                return like(torch.empty((), dtype=e.dtype, device=where),
+                            e.shape)
+            return torch.empty(e.shape, dtype=e.dtype, device=where)
+        extra = [make(e) for e in self.extras]
+        rng = torch.zeros(2, dtype=torch.int64, device=where)
+        return params, buffers, extra, rng if like is None else like(rng)
+
+    def traced(self, graph, updates=()) -> Traced:
+        r = self.result
         return Traced(graph, self.model, self.optimizer, self.param_names,
-                      self.buffer_names, self.inputs,
-                      self.result["num_outputs"], self.result["output_spec"],
-                      self.result["grad_names"], self.result["rng_draws"],
-                      list(buffer_updates))
+                      self.buffer_names, self.inputs, r["num_outputs"],
+                      r["output_spec"], r["grad_names"], r["rng_draws"],
+                      list(updates), list(self.extras), r["created"],
+                      r["grads_after"], r["optimizer_constants"],
+                      r["output_constants"])
+
+
+def _returned(out):
+    """The step's returned tensors and the structure they fill: None,
+    numbers, strings and other plain constants are leaves of the structure
+    kept as they were returned; anything else is an error naming it."""
+    leaves, spec = pytree.tree_flatten(out)
+    tensors = []
+    for i, (path, leaf) in enumerate(pytree.tree_flatten_with_path(out)[0]):
+        if isinstance(leaf, torch.Tensor):
+            tensors.append(leaf)
+        elif not isinstance(leaf, _CONSTANT_TYPES):
+            where = pytree.keystr(path) or "(the returned value itself)"
+            raise UnsupportedError(
+                f"spmd.compile: the step returns a {type(leaf).__name__} at "
+                f"{where}; a step may return tensors, None, numbers, "
+                "strings and tuples/lists/dicts of them",
+                hint="return tensors (and compute other values from them "
+                "after the step)")
+    return tensors, spec
+
+
+_CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes,
+                   torch.dtype, torch.device)
+
+
+def _returned_constants(out) -> dict:
+    return {i: leaf for i, leaf in enumerate(pytree.tree_flatten(out)[0])
+            if not isinstance(leaf, torch.Tensor)}
+
+
+def _extra_states(model, named_params, optimizer, name_of):
+    """The extra states the step reads: each present `.grad`, then a traced
+    optimizer's state tensors and run-time options (_optimizer.py)."""
+    extras = []
+    for n, p in named_params.items():
+        if p.grad is not None:
+            extras.append(ExtraState(
+                f"{n}.grad", "grad", param=n,
+                shape=_sharding.global_shape(model, n, p), dtype=p.dtype))
+    if not _optimizer.is_traced(optimizer):
+        return extras
+    runtime = _optimizer.probe_runtime_options(optimizer)
+    for gi, group in enumerate(optimizer.param_groups):
+        for p in group["params"]:
+            n = name_of[id(p)]
+            for key, value in optimizer.state.get(p, {}).items():
+                if not isinstance(value, torch.Tensor):
+                    continue
+                extras.append(ExtraState(
+                    _state_name(n, key), "optimizer_state", param=n,
+                    key=key, shape=_state_shape(model, n, p, value),
+                    dtype=value.dtype))
+    for gi, group in enumerate(optimizer.param_groups):
+        for key, index in runtime.get(gi, []):
+            extras.append(ExtraState(
+                _optimizer.option_name(gi, key, index), "option", key=key,
+                index=index, group=gi, dtype=torch.float64))
+    return extras
+
+
+def _state_name(param: str, key) -> str:
+    if str(key) == "grad":
+        raise UnsupportedError(
+            f"spmd.compile: the optimizer keeps a state named 'grad' for "
+            f"{param}, which spmd's name for the gradient takes",
+            hint="rename that state key in the optimizer")
+    return f"{param}.{key}"
+
+
+def _state_shape(model, name, param, value) -> tuple:
+    """A state tensor's global shape: the parameter's when it has the
+    parameter's (local) shape, its own otherwise."""
+    if tuple(value.shape) == tuple(param.shape):
+        return tuple(_sharding.global_shape(model, name, param))
+    return tuple(value.shape)
+
+
+def _traced_optimizer_state(optimizer, name_of, by_name, extras, extra):
+    """The traced optimizer's state: the real state's entries per traced
+    parameter, tensors replaced by their graph inputs; and the run-time
+    options' inputs per group."""
+    state = collections.defaultdict(dict)
+    inputs = {e.name: t for e, t in zip(extras, extra)}
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            n = name_of[id(p)]
+            traced = by_name[n]
+            for key, value in optimizer.state.get(p, {}).items():
+                state[traced][key] = inputs[_state_name(n, key)] \
+                    if isinstance(value, torch.Tensor) else value
+    options = collections.defaultdict(dict)
+    for e, t in zip(extras, extra):
+        if e.kind == "option":
+            options[e.group][(e.key, e.index)] = t
+    return state, options
+
+
+def _state_outputs(model, optimizer, name_of, by_name, extras,
+                   extra_by_name, state, result):
+    """After the step: the states whose new value is a tensor other than
+    their input (`explicit`, [(name, tensor)]), the states the step creates
+    (`created`) and the inputs whose in-place changes are not stored
+    (`dropped`: a gradient set to None after the backward added into it).
+    Inputs changed in place are stored from functionalization's copies
+    (trace()). Records the parameters with a gradient after the call and
+    the traced optimizer's constant state in `result`."""
+    params = dict(model.named_parameters())
+    explicit, created, dropped = [], [], set()
+    grads_after = []
+    for n, traced in by_name.items():
+        name = f"{n}.grad"
+        g = traced.grad
+        if g is None:
+            dropped.add(name)
+            continue
+        grads_after.append(n)
+        if g is extra_by_name.get(name):
+            continue
+        explicit.append((name, g))
+        if name in extra_by_name:
+            dropped.add(name)
+        else:
+            created.append(ExtraState(
+                name, "grad", param=n, shape=tuple(g.shape), dtype=g.dtype))
+    result["grads_after"] = grads_after
+    constants = {}
+    if state is not None:
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                n = name_of[id(p)]
+                before = optimizer.state.get(p, {})
+                for key, value in state.get(by_name[n], {}).items():
+                    if not isinstance(value, torch.Tensor):
+                        if key in before and not _same(before[key], value):
+                            raise UnsupportedError(
+                                f"spmd.compile: {type(optimizer).__name__}"
+                                f" keeps state {key!r} of {n} as a Python "
+                                f"{type(value).__name__} that step() "
+                                "changes; a compiled step would repeat the "
+                                "traced value",
+                                hint="keep changing state in tensors "
+                                "(state['step'] = torch.tensor(0.0))")
+                        constants.setdefault(n, {})[key] = value
+                        continue
+                    name = _state_name(n, key)
+                    if value is extra_by_name.get(name):
+                        continue
+                    explicit.append((name, value))
+                    if name in extra_by_name:
+                        dropped.add(name)
+                    else:
+                        created.append(ExtraState(
+                            name, "optimizer_state", param=n, key=key,
+                            shape=tuple(value.shape), dtype=value.dtype))
+                del before
+    result["optimizer_constants"] = constants
+    del params
+    return explicit, created, dropped
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:
+        return a is b
 
 
 def trace(fn, args, kwargs, world: int, default: Placement,
@@ -438,30 +732,46 @@ def trace(fn, args, kwargs, world: int, default: Placement,
     of the mesh). `observe(step) -> step`: wraps the step make_fx runs (the
     program cache's op recorder, _program_cache.py)."""
     harness = _Harness(fn, args, kwargs, world, default)
-    params, buffers, rng = harness.state()
-    step = harness.step if observe is None else observe(harness.step)
+    params, buffers, extra, rng = harness.state()
     inputs = harness.inputs
-    try:
-        with torch.enable_grad(), _stack_traces_from_step(), _compiling(), \
-                _without_onednn():
-            graph = make_fx(step, decomposition_table=decomposition_table(),
-                            tracing_mode="fake", record_stack_traces=True)(
-                params, buffers, [_fake_input(i) for i in inputs], rng)
-    except UnsupportedError:
-        raise
-    except Exception as err:  # make_fx: data-dependent control flow, ...
-        raise _tracing_failed(err) from err
+    for attempt in range(2):
+        step = harness.step if observe is None else observe(harness.step)
+        try:
+            with torch.enable_grad(), _stack_traces_from_step(), \
+                    _compiling(), _without_onednn():
+                graph = make_fx(step,
+                                decomposition_table=decomposition_table(),
+                                tracing_mode="fake",
+                                record_stack_traces=True)(
+                    params, buffers, extra, [_fake_input(i) for i in inputs],
+                    rng)
+            break
+        except _RetraceWithClones:
+            # Captured gradients the step changes afterwards: captured as
+            # copies (the one retrace).
+            harness.clone_grads = True
+        except UnsupportedError:
+            raise
+        except Exception as err:  # make_fx: data-dependent control flow, ...
+            raise _tracing_failed(err) from err
+    names = (harness.param_names + harness.buffer_names
+             + [e.name for e in harness.extras])
+    mutable = set(harness.buffer_names) | {
+        e.name for e in harness.extras if e.kind != "option"}
+    if harness.optimizer is not None and _optimizer.is_traced(
+            harness.optimizer):
+        mutable |= set(harness.param_names)
     placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
-    _check_graph(graph, set(placeholders[len(params):
-                                         len(params) + len(buffers)]))
-    flat_inputs = params + buffers + [_fake_input(i) for i in inputs]
+    _check_graph(graph, {p for p, name in zip(placeholders, names)
+                         if name in mutable})
+    flat_inputs = params + buffers + extra + [_fake_input(i) for i in inputs]
     if harness.result["rng_draws"]:
         flat_inputs.append(rng)
     else:
         _drop_rng_input(graph)
     graph = _functionalize(graph, flat_inputs)
-    updates = _buffer_updates_as_outputs(graph, len(params),
-                                         harness.buffer_names)
+    updates = harness.result["explicit_updates"] + _state_updates_as_outputs(
+        graph, names, mutable - harness.result["dropped"])
     return harness.traced(graph, updates)
 
 
@@ -481,12 +791,12 @@ def run_on_fake(fn, args, kwargs, world: int, default: Placement,
             return mode.from_tensor(t.detach())
         with mode:
             return torch.empty(shape, dtype=t.dtype, device=t.device)
-    params, buffers, rng = harness.state(fake)
+    params, buffers, extra, rng = harness.state(fake)
     with mode:
         inputs = [_fake_input(i) for i in harness.inputs]
     with mode, torch.enable_grad(), _compiling(), _without_onednn(), \
             _fx_tracing():
-        observe(harness.step)(params, buffers, inputs, rng)
+        observe(harness.step)(params, buffers, extra, inputs, rng)
     return harness.traced(None)
 
 
@@ -575,17 +885,12 @@ def _check_state(named_params, named_buffers):
 
 
 def _captured_grads(optimizer, capture, name_of):
-    """The gradients the optimizer's step() saw, in parameter-group order,
-    and their parameters' names."""
+    """The gradients a first-class optimizer's step() saw, in parameter-group
+    order, and their parameters' names (none when the step does not call
+    it: as in eager, nothing is updated; or when its step is traced)."""
     grads, grad_names = [], []
-    if optimizer is None:
+    if optimizer is None or capture.grads is None:
         return grads, grad_names
-    if capture.grads is None:
-        raise UnsupportedError(
-            "spmd.compile: the step takes an optimizer but never calls its "
-            "step()",
-            hint="call optimizer.step() in the step, or do not pass the "
-            "optimizer")
     for group, group_grads in zip(optimizer.param_groups, capture.grads):
         for p, g in zip(group["params"], group_grads):
             if g is not None:
@@ -651,28 +956,32 @@ def _drop_rng_input(graph):
     graph.recompile()
 
 
-def _buffer_updates_as_outputs(graph, num_params, buffer_names):
-    """Functionalization leaves each in-place update of a buffer (BatchNorm's
-    running statistics, num_batches_tracked) as a final `copy_` into its
-    input; those become extra outputs (stored to the buffer's state by the
-    program) and the copies go. Returns the updated buffers' names."""
+def _state_updates_as_outputs(graph, names, keep):
+    """Functionalization leaves each in-place update of a graph input
+    (BatchNorm's running statistics, a traced optimizer's parameters and
+    state, a gradient the backward added into) as a final `copy_` into the
+    input. Those into a state in `keep` become extra outputs (stored to the
+    state by the program); every such copy goes. `names`: the states of
+    the first placeholders, in order. Returns the updated states' names."""
     placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
-    buffer_of = {placeholders[num_params + i]: name
-                 for i, name in enumerate(buffer_names)}
+    state_of = dict(zip(placeholders, names))
     updates = {}
+    changed = False
     for node in list(graph.graph.nodes):
         if (node.op == "call_function"
                 and node.target == torch.ops.aten.copy_.default
-                and node.args[0] in buffer_of):
-            updates[buffer_of[node.args[0]]] = node.args[1]
+                and node.args[0] in state_of):
+            if state_of[node.args[0]] in keep:
+                updates[state_of[node.args[0]]] = node.args[1]
             graph.graph.erase_node(node)
-    if not updates:
+            changed = True
+    if not changed:
         return []
     output = next(n for n in graph.graph.nodes if n.op == "output")
-    names = [n for n in buffer_names if n in updates]
-    output.args = (tuple(output.args[0]) + tuple(updates[n] for n in names),)
+    order = [n for n in names if n in updates]
+    output.args = (tuple(output.args[0]) + tuple(updates[n] for n in order),)
     graph.recompile()
-    return names
+    return order
 
 
 def _check_graph(graph: torch.fx.GraphModule, buffers=frozenset()):

@@ -12,8 +12,9 @@ import torch
 from torch.nn.utils._named_member_accessor import NamedMemberAccessor
 from torch.utils import _pytree as pytree
 
-from . import (_device, _import_cache, _profile, _program, _program_cache,
-               _progress, _runtime, _sharding, _toolchain, _trace)
+from . import (_device, _import_cache, _optimizer, _profile, _program,
+               _program_cache, _progress, _runtime, _sharding, _toolchain,
+               _trace)
 from ._errors import UnsupportedError
 from ._executable import Executable
 from .placement import Placement, Shard
@@ -280,7 +281,11 @@ def _optimizer_structure(optimizer, names=None):
     Float values (lr, momentum, betas, eps, weight decay) are read on every
     call instead (an LR scheduler changes them without recompiling); a
     change of what is here compiles a new program. `names` ({id: FQN}):
-    the parameters by name instead of identity (the program cache's key)."""
+    the parameters by name instead of identity (the program cache's key).
+    A traced optimizer (_optimizer.py): its constant options' values and
+    its state's structure too."""
+    if _optimizer.is_traced(optimizer):
+        return _optimizer.structure(optimizer, names)
     groups = []
     for g in optimizer.param_groups:
         groups.append((
@@ -297,6 +302,12 @@ def _optimizer_structure(optimizer, names=None):
             tuple(sorted(k for k in g if k != "params")),
         ))
     return type(optimizer).__name__, tuple(groups)
+
+
+def _with_grads(model) -> tuple:
+    """The parameters that have a `.grad` (the step adds into it)."""
+    return tuple(n for n, p in model.named_parameters()
+                 if p.grad is not None)
 
 
 class _RandomStream:
@@ -347,9 +358,11 @@ class CompiledStep:
             elif isinstance(leaf, torch.optim.Optimizer):
                 key.append(("O", id(leaf), _optimizer_structure(leaf)))
             elif isinstance(leaf, torch.nn.Module):
-                # train() / eval() changes what is traced (dropout on or off).
+                # train() / eval() changes what is traced (dropout on or off);
+                # a gradient present before the call is accumulated into.
                 key.append(("O", id(leaf),
-                            tuple(m.training for m in leaf.modules())))
+                            tuple(m.training for m in leaf.modules()),
+                            _with_grads(leaf)))
             else:
                 key.append(("C", repr(leaf)))
         return tuple(key)
@@ -455,6 +468,7 @@ class CompiledStep:
                 parts.append(("O", _optimizer_structure(leaf, names)))
             elif isinstance(leaf, torch.nn.Module):
                 parts.append(("M", tuple(m.training for m in leaf.modules()),
+                              _with_grads(leaf),
                               tuple((n, tuple(p.shape), str(p.dtype),
                                      p.device.type, p.requires_grad, tuple(
                                          _sharding.global_shape(leaf, n, p)))

@@ -18,6 +18,8 @@ spmd.state @"fc.weight.exp_avg" : tensor<16x8xf32> role = optimizer_state
 spmd.state @"bn.running mean" : tensor<8xf32> role = buffer spec = <@m, [shard<0>, partial<sum>]>
 // CHECK: spmd.state @output.0 : tensor<f32> role = output
 spmd.state @"output.0" : tensor<f32> role = output
+// CHECK: spmd.state @fc.weight.grad : tensor<16x8xf32> role = gradient spec = <@m, [shard<0>, replicate]>
+spmd.state @"fc.weight.grad" : tensor<16x8xf32> role = gradient spec = <@m, [shard<0>, replicate]>
 
 // CHECK-LABEL: func.func @placements
 // CHECK-SAME: {spmd.spec = #spmd.spec<@dp, [shard<0>]>}

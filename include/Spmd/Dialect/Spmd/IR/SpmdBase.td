@@ -100,6 +100,7 @@ def Spmd_StateRole : I32EnumAttr<"StateRole", "state role", [
   I32EnumAttrCase<"Buffer", 1, "buffer">,
   I32EnumAttrCase<"OptimizerState", 2, "optimizer_state">,
   I32EnumAttrCase<"Output", 3, "output">,
+  I32EnumAttrCase<"Gradient", 4, "gradient">,
 ]> {
   let cppNamespace = "::mlir::spmd";
 }

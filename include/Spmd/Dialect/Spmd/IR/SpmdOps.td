@@ -775,7 +775,10 @@ def Spmd_StateOp : Spmd_Op<"state", [
     the global type; `spec` (default: replicated) says how the ranks hold
     it, and expansion gives sharded state its local type. Role `output`
     marks a value the step hands back to its host through the registry (the
-    Python bridge's loss), rather than a tensor of the model.
+    Python bridge's loss), rather than a tensor of the model. Role
+    `gradient` holds a parameter's gradient between steps (PyTorch's
+    `.grad`: the bridge's `<FQN>.grad`, read when a step accumulates into
+    gradients left by an earlier call, written when one is left after it).
 
     ```mlir
     spmd.mesh @dp(shape = 4)
