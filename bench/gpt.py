@@ -93,7 +93,7 @@ def build_model(cfg):
 
         def forward(self, idx):
             B, T = idx.shape
-            x = self.wte(idx) + self.wpe(torch.arange(T))
+            x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
             for b in self.blocks:
                 x = b(x)
             return self.head(self.lnf(x))

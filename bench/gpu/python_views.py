@@ -31,6 +31,9 @@ def main():
     lib.spmdStateBind.restype = ctypes.c_int64
     lib.spmdStateBind.argtypes = [ctypes.c_char_p, ctypes.c_int64,
                                   ctypes.c_int32]
+    lib.spmdGpuStateAddress.restype = ctypes.c_int64
+    lib.spmdGpuStateAddress.argtypes = [ctypes.c_char_p, ctypes.c_int64,
+                                        ctypes.c_int32]
     torch.cuda.set_device(_device.runtime_device_index())
     gpu = _device.Gpu(lib, mirrored=False)
     bad = []
@@ -38,7 +41,12 @@ def main():
     def view(name, shape, dtype, code):
         nbytes = torch.Size(shape).numel() * torch.tensor(
             [], dtype=dtype).element_size()
+        # A compiled program makes its states' buffers (and registers them)
+        # before the host binds them by name.
+        made = lib.spmdGpuStateAddress(name.encode(), nbytes, code)
         address = lib.spmdStateBind(name.encode(), nbytes, code)
+        if made != address:
+            bad.append(f"{name}: bound at {address:#x}, made at {made:#x}")
         t = gpu.state(address, shape, dtype, nbytes)
         if t.device.type != "cuda" or t.data_ptr() != address:
             bad.append(f"{name}: a {t.device} tensor at {t.data_ptr():#x}, "

@@ -190,6 +190,7 @@ void buildLowerToNVVM(OpPassManager &pm, const LowerToNVVMOptions &options) {
     nvvm.features = options.features;
     nvvm.optLevel = options.optLevel;
     pm.addPass(createGpuNVVMAttachTarget(nvvm));
+    pm.addNestedPass<gpu::GPUModuleOp>(spmd::createSpmdGpuPowiExponentsPass());
     pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
     pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
   };

@@ -86,6 +86,29 @@ def SpmdGpuRecomputeIntoReductionsPass
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpmdGpuPowiExponentsPass : Pass<"spmd-gpu-powi-exponents"> {
+  let summary = "Gives math.fpowi an i32 exponent (libdevice's __nv_powif)";
+  let description = [{
+    Part of `spmd-lower-to-nvvm`, on the kernels right before their NVVM
+    conversion. torch-mlir imports `x ** 2` as `math.fpowi` with an `i64`
+    exponent; the NVVM lowering calls libdevice's `__nv_powif(float, int)`
+    for it without converting the exponent, which declares the function
+    with an `i64` parameter and computes garbage on a GPU (found on the
+    first real GPU run; the emulator compiles kernels for the host, where
+    convert-math-to-funcs handles it). Every exponent wider than 32 bits is
+    saturated to `i32` keeping its sign and parity (an f32 `x^n` with
+    `|n| >= 2^31` is already 0, inf or +-1). Vector exponents are an error.
+
+    ```mlir
+    %y = math.fpowi %x, %n : f32, i64
+    // becomes
+    %n32 = arith.trunci %clamped : i64 to i32   // %n clamped, parity kept
+    %y = math.fpowi %x, %n32 : f32, i32
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def SpmdGpuFreshOutputsPass : Pass<"spmd-gpu-fresh-outputs"> {
   let summary = "Gives every op its own tensor.empty before bufferization";
   let description = [{
