@@ -480,6 +480,64 @@ def _squeeze_as_view(x, dim=None):
     return aten.view.default(x, shape)
 
 
+# A foreach op's per-tensor op where its name does not say it.
+_FOREACH_BASE = {"norm": aten.linalg_vector_norm, "max": aten.amax}
+
+
+def _foreach_decompositions() -> dict:
+    """Every `aten._foreach_*` overload as its op per tensor of the list
+    (a traced optimizer's foreach code, _optimizer.py; torch-mlir lowers
+    none of them): list arguments element by element, a list of scalars
+    likewise, everything else the same for each. The addcdiv/addcmul
+    overloads with a tensor of scalars compute `self + s[i] * (t1 op t2)`."""
+    names = sorted({n.split("::")[1].split(".")[0]
+                    for n in torch._C._dispatch_get_all_op_names()
+                    if n.startswith("aten::_foreach_")})
+    table = {}
+    for name in names:
+        base = name[len("_foreach_"):]
+        inplace = base.endswith("_")
+        per_tensor = _FOREACH_BASE.get(base) or getattr(aten, base, None)
+        if per_tensor is None:
+            continue
+        packet = getattr(aten, name)
+        for overload_name in packet.overloads():
+            overload = getattr(packet, overload_name)
+            table[overload] = _foreach_each(per_tensor, overload_name,
+                                            inplace)
+    return table
+
+
+def _foreach_each(per_tensor, overload_name, inplace):
+    def decomposed(*args, **kwargs):
+        count = len(args[0])
+        out = []
+        for i in range(count):
+            def pick(a):
+                if isinstance(a, (list, tuple)) and len(a) == count:
+                    return a[i]
+                return a
+            item_args = [pick(a) for a in args]
+            item_kwargs = {k: pick(v) for k, v in kwargs.items()}
+            if overload_name == "Tensor" and \
+                    per_tensor in (aten.addcdiv, aten.addcdiv_,
+                                   aten.addcmul, aten.addcmul_):
+                self_, t1, t2, scalars = item_args
+                combine = aten.div if per_tensor in (
+                    aten.addcdiv, aten.addcdiv_) else aten.mul
+                value = aten.add(self_, scalars[i] * combine(t1, t2))
+                if inplace:
+                    aten.copy_(self_, value)
+                else:
+                    out.append(value)
+                continue
+            result = per_tensor(*item_args, **item_kwargs)
+            if not inplace:
+                out.append(result)
+        return None if inplace else out
+    return decomposed
+
+
 def decomposition_table():
     table = dict(get_decomposition_table())
     for overload in (aten.squeeze.default, aten.squeeze.dim,
@@ -522,6 +580,7 @@ def decomposition_table():
         lambda input, weight, bias, training, momentum, eps: \
         _native_batch_norm(input, weight, bias, None, None, training,
                            momentum, eps)
+    table.update(_foreach_decompositions())
     # Random ops: Philox on the global element index (_random.py).
     from . import _random
     table.update(_random.decompositions())

@@ -18,9 +18,10 @@ gradients and state, with
   compile cache (a new value compiles a new program; never a stale one).
   `probe_runtime_options` finds which, by running the step once on fake
   tensors per option;
-- `capturable=True`, `foreach=False` and `fused=False` for the trace: the
-  optimizers' own graph-safe code path (no `.item()` of the step counter),
-  the same math as their other paths, to float32 rounding.
+- `capturable=True` and `fused=False` for the trace, and the foreach or
+  single-tensor code, whichever takes more options as tensors: the
+  optimizers' own graph-safe code paths (no `.item()` of the step
+  counter), the same math as their other paths, to float32 rounding.
 
 What cannot be traced gets an error naming the reason: a closure (LBFGS),
 sparse gradients (SparseAdam), a step counter or other state kept as a
@@ -82,14 +83,15 @@ def option_value(group, key, index) -> float:
 
 
 @contextlib.contextmanager
-def traced_options(group, values: Dict[Tuple[str, Optional[int]], object]):
+def traced_options(group, values: Dict[Tuple[str, Optional[int]], object],
+                   foreach: bool = False):
     """The group with `values` in place of its options and the trace's
-    settings (_TRACE_OPTIONS), restored after."""
+    settings (_TRACE_OPTIONS, foreach as given), restored after."""
     saved = {k: v for k, v in group.items() if k != "params"}
     try:
         for key, setting in _TRACE_OPTIONS.items():
             if key in group:
-                group[key] = setting
+                group[key] = foreach if key == "foreach" else setting
         tuples = {}
         for (key, index), value in values.items():
             if index is None:
@@ -120,9 +122,13 @@ def run_step(optimizer, closure=None):
     return type(optimizer).step(optimizer)
 
 
-def probe_runtime_options(optimizer) -> Dict[int, List[Tuple[str, int]]]:
-    """Per group, the float options the step computes with as tensors
-    (run-time values). Memoized on the optimizer per group structure."""
+def probe_runtime_options(optimizer) -> Dict[int, "Probed"]:
+    """Per group, how its step is traced: the float options it computes with
+    as tensors (run-time values) and whether through its foreach or its
+    single-tensor code (the one that takes `lr` as a tensor, else the one
+    that takes more options so; Adagrad and RMSprop pass `lr` where only a
+    number goes in one, as a tensor in the other). Memoized on the
+    optimizer per group structure."""
     key = tuple((tuple(sorted(k for k in g if k != "params")),
                  tuple(repr(v) for k, v in sorted(g.items())
                        if k != "params" and not _is_float(v)
@@ -136,18 +142,39 @@ def probe_runtime_options(optimizer) -> Dict[int, List[Tuple[str, int]]]:
     for gi, group in enumerate(optimizer.param_groups):
         options = float_options(group)
         if not group["params"] or not options:
-            result[gi] = []
+            result[gi] = Probed([], False)
             continue
-        if _probe(optimizer, gi, options):
-            result[gi] = options
-            continue
-        alone = [o for o in options if _probe(optimizer, gi, [o])]
-        result[gi] = alone if alone and _probe(optimizer, gi, alone) else []
+        tried = [_probe_path(optimizer, gi, options, foreach)
+                 for foreach in ((False, True) if "foreach" in group
+                                 else (False,))]
+        result[gi] = max(tried, key=lambda p: (
+            any(key == "lr" for key, _ in p.options), len(p.options),
+            not p.foreach))
     optimizer._spmd_runtime_options = (key, result)
     return result
 
 
-def _probe(optimizer, gi, options) -> bool:
+class Probed:
+    """How a group's step is traced (probe_runtime_options)."""
+
+    def __init__(self, options, foreach):
+        self.options = list(options)
+        self.foreach = foreach
+
+    def __iter__(self):
+        return iter(self.options)
+
+
+def _probe_path(optimizer, gi, options, foreach) -> Probed:
+    if _probe(optimizer, gi, options, foreach):
+        return Probed(options, foreach)
+    alone = [o for o in options if _probe(optimizer, gi, [o], foreach)]
+    if alone and _probe(optimizer, gi, alone, foreach):
+        return Probed(alone, foreach)
+    return Probed([], foreach)
+
+
+def _probe(optimizer, gi, options, foreach=False) -> bool:
     """Whether the step runs on fake tensors with `options` as float64
     scalar tensors (one parameter of group `gi`)."""
     from ._trace import _compiling
@@ -168,8 +195,8 @@ def _probe(optimizer, gi, options) -> bool:
     try:
         optimizer.param_groups = [probe_group]
         optimizer.state = collections.defaultdict(dict, {fake: state})
-        with traced_options(probe_group, values), mode, _compiling(), \
-                torch.no_grad():
+        with traced_options(probe_group, values, foreach), mode, \
+                _compiling(), torch.no_grad():
             run_step(optimizer)
         return True
     except Exception:  # any failure: the options stay constants
@@ -186,7 +213,7 @@ def structure(optimizer, names=None) -> tuple:
     runtime = probe_runtime_options(optimizer)
     groups = []
     for gi, group in enumerate(optimizer.param_groups):
-        live = set(runtime.get(gi, []))
+        live = set(runtime[gi].options)
         constants = []
         for key, value in sorted(group.items()):
             if key == "params":

@@ -389,9 +389,10 @@ class _OptimizerCapture:
             for p in group["params"]:
                 g = p.grad
                 if g is not None:
-                    self.versions.append((g, g._version))
                     if self.clone_grads:
                         g = g.clone()
+                    else:
+                        self.versions.append((g, g._version))
                 grads.append(g)
             self.grads.append(grads)
         return None
@@ -410,9 +411,11 @@ class _OptimizerCapture:
         self.optimizer.state = self.state
         try:
             with contextlib.ExitStack() as stack:
+                probed = _optimizer.probe_runtime_options(self.optimizer)
                 for gi, group in enumerate(self.optimizer.param_groups):
                     stack.enter_context(_optimizer.traced_options(
-                        group, self.options.get(gi, {})))
+                        group, self.options.get(gi, {}),
+                        probed[gi].foreach))
                 return _optimizer.run_step(self.optimizer, closure)
         finally:
             self.optimizer.state = saved
@@ -612,7 +615,7 @@ def _extra_states(model, named_params, optimizer, name_of):
                     key=key, shape=_state_shape(model, n, p, value),
                     dtype=value.dtype))
     for gi, group in enumerate(optimizer.param_groups):
-        for key, index in runtime.get(gi, []):
+        for key, index in runtime[gi].options:
             extras.append(ExtraState(
                 _optimizer.option_name(gi, key, index), "option", key=key,
                 index=index, group=gi, dtype=torch.float64))
@@ -1042,9 +1045,13 @@ def _functionalize(graph, flat_inputs):
 
     def run(*args):
         return torch.fx.Interpreter(graph).run(*args)
-    with fx_traceback.preserve_node_meta():
+    # The graph holds its backward already: no autograd on the replay (a
+    # traced optimizer updates parameters, leaves that require grad, in
+    # place).
+    with fx_traceback.preserve_node_meta(), torch.no_grad():
         return make_fx(torch.func.functionalize(run),
-                       tracing_mode="fake")(*flat_inputs)
+                       tracing_mode="fake")(*[t.detach()
+                                              for t in flat_inputs])
 
 
 def _written(node, index, argument):
