@@ -503,12 +503,29 @@ def _foreach_decompositions() -> dict:
         packet = getattr(aten, name)
         for overload_name in packet.overloads():
             overload = getattr(packet, overload_name)
-            table[overload] = _foreach_each(per_tensor, overload_name,
-                                            inplace)
+            table[overload] = _foreach_each(
+                per_tensor, overload_name, inplace,
+                [a.name for a in overload._schema.arguments])
     return table
 
 
-def _foreach_each(per_tensor, overload_name, inplace):
+def _call_per_tensor(per_tensor, args, kwargs, names):
+    """`per_tensor(*args, **kwargs)`; where the foreach schema passes an
+    argument positionally that the per-tensor one takes by keyword
+    (addcmul's `value`), the trailing ones by their names."""
+    try:
+        return per_tensor(*args, **kwargs)
+    except (RuntimeError, TypeError):
+        for keep in range(len(args) - 1, 0, -1):
+            named = dict(zip(names[keep:], args[keep:]), **kwargs)
+            try:
+                return per_tensor(*args[:keep], **named)
+            except (RuntimeError, TypeError):
+                continue
+        raise
+
+
+def _foreach_each(per_tensor, overload_name, inplace, names):
     def decomposed(*args, **kwargs):
         count = len(args[0])
         out = []
@@ -531,7 +548,8 @@ def _foreach_each(per_tensor, overload_name, inplace):
                 else:
                     out.append(value)
                 continue
-            result = per_tensor(*item_args, **item_kwargs)
+            result = _call_per_tensor(per_tensor, item_args, item_kwargs,
+                                      names)
             if not inplace:
                 out.append(result)
         return None if inplace else out

@@ -122,6 +122,26 @@ def run_step(optimizer, closure=None):
     return type(optimizer).step(optimizer)
 
 
+def untraceable(optimizer, err: Exception) -> UnsupportedError:
+    """The error for a step() that make_fx cannot trace, naming the
+    optimizer, the reason and its line."""
+    text = str(err).strip()
+    first = text.splitlines()[0] if text else ""
+    where = next((line.strip() for line in text.splitlines()
+                  if line.strip().startswith("Caused by:")), "")
+    dynamic = "DataDependent" in type(err).__name__ or \
+        "data-dependent" in text
+    return UnsupportedError(
+        f"spmd.compile: {type(optimizer).__name__}.step() cannot be traced "
+        f"({type(err).__name__}): {first}" + (f"\n  {where}" if where else "")
+        + ("\n  (it reads a tensor's value in Python: .item() or a "
+           "comparison, which a compiled step cannot repeat)"
+           if dynamic else ""),
+        hint="use an optimizer whose update is tensor arithmetic (every "
+        "torch.optim optimizer but LBFGS, SparseAdam and Adafactor), or run "
+        "this one eagerly on the gradients a compiled step leaves in .grad")
+
+
 def probe_runtime_options(optimizer) -> Dict[int, "Probed"]:
     """Per group, how its step is traced: the float options it computes with
     as tensors (run-time values) and whether through its foreach or its
@@ -135,6 +155,9 @@ def probe_runtime_options(optimizer) -> Dict[int, "Probed"]:
                        and not (isinstance(v, (tuple, list)) and v
                                 and all(_is_float(x) for x in v))))
                 for g in optimizer.param_groups)
+    # Whether the state exists decides which code runs (lazy init or not).
+    key += tuple(tuple(sorted(map(str, optimizer.state.get(
+        g["params"][0], {})))) for g in optimizer.param_groups if g["params"])
     memo = getattr(optimizer, "_spmd_runtime_options", None)
     if memo is not None and memo[0] == key:
         return memo[1]
@@ -229,8 +252,11 @@ def structure(optimizer, names=None) -> tuple:
         state = []
         for p in group["params"]:
             st = optimizer.state.get(p, {})
+            # A state of the parameter's shape is "P" (under fully_shard
+            # both become this rank's chunks after the first call).
             state.append(tuple(
-                (str(k), ("T", str(v.dtype), tuple(v.shape))
+                (str(k), ("T", str(v.dtype), "P" if v.shape == p.shape
+                          else tuple(v.shape))
                  if isinstance(v, torch.Tensor) else ("V", repr(v)))
                 for k, v in st.items()))
         groups.append((tuple(names.get(id(p)) if names else id(p)

@@ -417,6 +417,10 @@ class _OptimizerCapture:
                         group, self.options.get(gi, {}),
                         probed[gi].foreach))
                 return _optimizer.run_step(self.optimizer, closure)
+        except UnsupportedError:
+            raise
+        except Exception as err:
+            raise _optimizer.untraceable(self.optimizer, err) from err
         finally:
             self.optimizer.state = saved
 

@@ -469,7 +469,6 @@ OPTIMIZERS = {
     "Adadelta": lambda p: torch.optim.Adadelta(p, lr=0.5),
     "ASGD": lambda p: torch.optim.ASGD(p, lr=0.01, t0=2),
     "Rprop": lambda p: torch.optim.Rprop(p, lr=0.01),
-    "Adafactor": lambda p: torch.optim.Adafactor(p, lr=0.01),
     "SignMomentum": lambda p: SignMomentum(p, lr=0.01),
 }
 
@@ -616,6 +615,64 @@ def test_returns():
                 ref_opt, _returned(got, want))
 
 
+def expect_error(label, step, build, args, *needles):
+    """`step` must fail to compile with an UnsupportedError whose message
+    holds every needle; prints the message's first line."""
+    model, opt = build()
+    try:
+        spmd.compile()(step)(model, opt, *args)
+    except spmd.UnsupportedError as err:
+        text = str(err)
+        ok = all(n in text for n in needles)
+        if RANK == 0:
+            print(f"{label}: {'OK' if ok else 'WRONG MESSAGE'}: "
+                  f"{text.splitlines()[0]}", flush=True)
+        if not ok:
+            failures.append(label)
+        return
+    failures.append(label)
+    if RANK == 0:
+        print(f"{label}: compiled, but must not", flush=True)
+
+
+def test_errors():
+    """What cannot be compiled says what and why."""
+    x, y = local(torch.randn(8, 6)), local(torch.randn(8, 3))
+
+    def with_closure(model, opt, x, y):
+        def closure():
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            return loss
+        opt.step(closure)
+
+    def lbfgs():
+        torch.manual_seed(0)
+        model = SmallMLP()
+        return model, torch.optim.LBFGS(model.parameters())
+    expect_error("error LBFGS", with_closure, lbfgs, (x, y),
+                 "LBFGS.step(closure) cannot be compiled", "closure")
+
+    def adafactor():
+        torch.manual_seed(0)
+        model = SmallMLP()
+        return model, torch.optim.Adafactor(model.parameters(), lr=0.01)
+    expect_error("error Adafactor", mse_step, adafactor, (x, y),
+                 "Adafactor.step() cannot be traced", ".item()")
+
+    def returns_module(model, opt, x, y):
+        loss = mse_step(model, opt, x, y)
+        return {"loss": loss, "model": model}
+
+    def sgd():
+        torch.manual_seed(0)
+        model = SmallMLP()
+        return model, torch.optim.SGD(model.parameters(), lr=0.1)
+    expect_error("error returned module", returns_module, sgd, (x, y),
+                 "returns a SmallMLP at ['model']")
+
+
 GROUPS = {
     "tracing": [test_train_step_simple, test_sgd, test_adam_foreach,
                 test_adam_fused, test_train_step_override,
@@ -625,12 +682,12 @@ GROUPS = {
                       test_data_parallel_batch_dim_analysis],
     "transformation": [test_basic_transformation,
                        test_graph_optimization_with_fused],
-    "gradients": [test_grad_accumulation, test_grads_kept, test_returns],
+    "gradients": [test_grad_accumulation, test_grads_kept, test_returns,
+                  test_errors],
     "optimizers": [lambda: test_optimizers(
         ["SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adamax", "NAdam"])],
     "optimizers2": [lambda: test_optimizers(
-        ["RAdam", "Adadelta", "ASGD", "Rprop", "Adafactor",
-         "SignMomentum"]),
+        ["RAdam", "Adadelta", "ASGD", "Rprop", "SignMomentum"]),
         lambda: test_optimizers(["Adagrad", "SignMomentum"],
                                 "fully_shard")],
 }
