@@ -1,7 +1,8 @@
 //===- Distribute.cpp - the distribution pipeline as one pass -------------===//
 //
-// Runs the phases of spmd-propagate, spmd-expand, spmd-dedup-collectives and
-// one canonicalization sweep back to back, verifying once at the end.
+// Runs the phases of spmd-fold-splat-reductions, spmd-propagate, spmd-expand,
+// spmd-dedup-collectives and one canonicalization sweep back to back,
+// verifying once at the end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +43,7 @@ struct SpmdDistributePass
     auto verifyPhase = [&] {
       return verifyEachPhase ? verify(module) : success();
     };
+    foldSplatReductions(module);
     ShardingRuleCache rules;
     if (failed(propagatePlacements(module, &rules)) || failed(verifyPhase()) ||
         failed(expandToLocal(module, &rules)) || failed(verifyPhase()))

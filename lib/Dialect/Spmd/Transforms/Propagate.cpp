@@ -7,6 +7,12 @@
 // communication to bring its operands to what it needs, plus what its
 // results would cost to bring to the spec a later annotate, store or return
 // asks of them. Ties go to fewer local re-slices, then to sharded compute.
+// Before the bytes comes one rule: a value computed from arguments sharded
+// along a mesh axis (the data-parallel batch and what derives from it) is
+// not all-gathered (nor moved to another dimension) along that axis while
+// another candidate keeps its shard, so no rank holds or computes over the global batch (gathering a
+// small batch can be fewer bytes than all-reducing a gradient, but costs
+// every rank the whole batch's compute and memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +26,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 
+#include <cstdint>
 #include <tuple>
 
 namespace mlir::spmd {
@@ -99,6 +106,9 @@ private:
   DenseMap<Value, Operation *> fixedAt;
   /// What later users ask of a value (annotate, store, return).
   DenseMap<Value, Placements> hints;
+  /// Per value, the mesh axes (bits) along which an argument it is computed
+  /// from is sharded: all-gathering it along those is avoided.
+  DenseMap<Value, uint64_t> batchAxes;
 };
 
 void Propagator::collectHints() {
@@ -198,10 +208,11 @@ void Propagator::place(Operation *op) {
         candidates.push_back(choice);
       }
 
-      // (communication bytes, local re-slices, preference) lexicographic.
+      // (batch gathers, communication bytes, local re-slices, preference)
+      // lexicographic.
       auto score = [&](const AxisChoice &c) {
         double bytes = 0;
-        int slices = 0;
+        int slices = 0, gathers = 0;
         for (auto [o, operand] : llvm::enumerate(op->getOperands())) {
           if (rule.operandGroups[o] != g ||
               !isa<RankedTensorType>(operand.getType()))
@@ -216,6 +227,10 @@ void Propagator::place(Operation *op) {
           bytes += getRedistributionCost(have, want, n,
                                          getByteSize(operand.getType()));
           slices += isa<ReplicateAttr>(have) && isa<ShardAttr>(want);
+          // want != have here: an all-gather, or an all-to-all onto
+          // another dimension (the whole batch along the other).
+          gathers += isa<ShardAttr>(have) && !isa<PartialAttr>(want) &&
+                     (batchAxes.lookup(operand) >> a & 1);
         }
         for (auto [r, result] : llvm::enumerate(op->getResults())) {
           if (rule.resultGroups[r] != g)
@@ -236,7 +251,7 @@ void Propagator::place(Operation *op) {
           preference = 2;
         if (sourceLike && c.kind != AxisChoice::Replicate)
           preference = 4;
-        return std::make_tuple(bytes, slices, preference);
+        return std::make_tuple(gathers, bytes, slices, preference);
       };
       AxisChoice best = candidates.front();
       auto bestScore = score(best);
@@ -253,9 +268,14 @@ void Propagator::place(Operation *op) {
     }
   }
 
+  uint64_t derived = 0;
+  for (Value operand : op->getOperands())
+    derived |= batchAxes.lookup(operand);
   SmallVector<Attribute> resultSpecs;
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   for (auto [r, result] : llvm::enumerate(op->getResults())) {
+    if (derived)
+      batchAxes[result] = derived;
     if (!isa<RankedTensorType>(result.getType())) {
       resultSpecs.push_back(UnitAttr::get(ctx));
       continue;
@@ -288,6 +308,9 @@ LogicalResult Propagator::run() {
         spec ? Placements(spec.getPlacements()) : getReplicated(ctx, rank);
     if (failed(fix(arg, p, func)))
       return failure();
+    for (auto [a, placement] : llvm::enumerate(p))
+      if (isa<ShardAttr>(placement) && a < 64)
+        batchAxes[arg] |= uint64_t{1} << a;
     if (!spec)
       argAttrs[arg.getArgNumber()] = withSpec(argAttrs[arg.getArgNumber()],
                                               SpecAttr::get(ctx, meshRef, p));

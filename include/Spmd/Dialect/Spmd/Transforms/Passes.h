@@ -28,6 +28,8 @@ LogicalResult propagatePlacements(ModuleOp module,
 LogicalResult expandToLocal(ModuleOp module,
                             ShardingRuleCache *rules = nullptr);
 void dedupCollectives(Operation *root);
+/// spmd-fold-splat-reductions' rewrite (spmd-distribute runs it first).
+void foldSplatReductions(Operation *root);
 
 /// Whether `op` is an `spmd.all_gather` of a parameter: its input is an
 /// `spmd.load` of a `param` state (through the pads and slices of uneven

@@ -416,6 +416,31 @@ def SpmdExpandPass : Pass<"spmd-expand", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpmdFoldSplatReductionsPass : Pass<"spmd-fold-splat-reductions"> {
+  let summary = "Folds the sum of a splat into a splat";
+  let description = [{
+    A `linalg.generic` whose body is `yield(in + out)`, with reduction loops
+    of static sizes, whose one input is a float splat (a splat constant or
+    a `linalg.fill` of a constant) and whose init is one too, becomes the
+    splat constant `init + c * (reduced elements)`, computed in double and
+    rounded once (within float rounding of the element-by-element sum).
+    The backward of `x.sum()` reduces a splat of ones of the batch's shape
+    for a bias gradient; nothing distributed reaches that reduction, so
+    without this fold every rank would materialize and sum a tensor of the
+    global batch's shape. `spmd-distribute` runs it first.
+
+    ```mlir
+    %ones = arith.constant dense<1.0> : tensor<6x10xf32>
+    %zero = linalg.fill ins(%c0 : f32) outs(%e : tensor<1x10xf32>) -> tensor<1x10xf32>
+    %sum = linalg.generic {iterator_types = ["reduction", "parallel"], ...}
+        ins(%ones : tensor<6x10xf32>) outs(%zero : tensor<1x10xf32>) { addf }
+    // becomes
+    %sum = arith.constant dense<6.0> : tensor<1x10xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def SpmdDedupCollectivesPass
     : Pass<"spmd-dedup-collectives", "::mlir::func::FuncOp"> {
   let summary = "Merges identical collectives and removes round trips";
@@ -439,8 +464,8 @@ def SpmdDedupCollectivesPass
 def SpmdDistributePass : Pass<"spmd-distribute", "::mlir::ModuleOp"> {
   let summary = "Distributes a global program: propagate, expand, dedup, canonicalize";
   let description = [{
-    The whole distribution pipeline as one flag: `spmd-propagate`, then
-    `spmd-expand`, then `spmd-dedup-collectives` on every function, then one
+    The whole distribution pipeline as one flag: `spmd-fold-splat-reductions`,
+    `spmd-propagate`, then `spmd-expand`, then `spmd-dedup-collectives` on every function, then one
     sweep of canonicalization (folds and dead-code removal; no region
     simplification, as expansion leaves no control flow to simplify). The
     output is what those four passes give when run one after another.
