@@ -1,10 +1,10 @@
 // RUN: spmd-opt %s --spmd-distribute --split-input-file | FileCheck %s
 // RUN: spmd-opt %s --spmd-distribute=verify-each-phase=true --split-input-file | FileCheck %s
 
-// The one pass gives exactly what its four phases give as separate passes.
+// The one pass gives exactly what its five phases give as separate passes.
 // RUN: spmd-opt %s --spmd-distribute --split-input-file > %t.one.mlir
 // RUN: spmd-opt %s --split-input-file \
-// RUN:   --pass-pipeline='builtin.module(spmd-propagate, spmd-expand, func.func(spmd-dedup-collectives), canonicalize{region-simplify=disabled max-iterations=1 top-down=false})' \
+// RUN:   --pass-pipeline='builtin.module(spmd-fold-splat-reductions, spmd-propagate, spmd-expand, func.func(spmd-dedup-collectives), canonicalize{region-simplify=disabled max-iterations=1 top-down=false})' \
 // RUN:   > %t.four.mlir
 // RUN: diff %t.one.mlir %t.four.mlir
 
@@ -183,4 +183,48 @@ func.func @mlp(%x: tensor<4x8xf32>, %t: tensor<4x8xf32>) -> (tensor<f32>, tensor
   spmd.store %nw1 to @"fc1.weight" : tensor<16x8xf32>
   spmd.store %nw2 to @"fc2.weight" : tensor<8x16xf32>
   return %loss, %dx : tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
+// The seed's test_expand_dimension: Linear(10, 10) under `.sum().backward()`
+// over a global batch of 6 on 2 ranks. The weight gradient is each rank's
+// rows (the ones the backward of sum expands to, 10x3 here) times its
+// inputs, then one all_reduce, as DDP: not an all-gather of the batch,
+// though that moves fewer bytes (60 floats against 100). The bias gradient
+// (the sum of the ones over the batch) folds to a constant. No value of the
+// global batch's shape remains.
+// CHECK-LABEL: func.func @expand_dimension
+// CHECK-NOT: tensor<6x
+// CHECK-NOT: spmd.all_gather
+// CHECK-DAG: %[[BIAS:.*]] = arith.constant dense<6.000000e+00> : tensor<1x10xf32>
+// CHECK-DAG: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<10x3xf32>, tensor<3x10xf32>)
+// CHECK: spmd.all_reduce %{{.*}} on @dp axes = [0] sum : tensor<10x10xf32>
+// CHECK-NOT: tensor<6x
+// CHECK: spmd.store %[[BIAS]] to @bias.grad
+// CHECK: return
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#cols = affine_map<(d0, d1) -> (0, d1)>
+spmd.mesh @dp(shape = 2)
+spmd.state @"weight" : tensor<10x10xf32> role = param
+spmd.state @"weight.grad" : tensor<10x10xf32> role = gradient
+spmd.state @"bias.grad" : tensor<1x10xf32> role = gradient
+func.func @expand_dimension(%x: tensor<6x10xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) {
+  %zero = arith.constant 0.0 : f32
+  %ones_t = arith.constant dense<1.0> : tensor<10x6xf32>
+  %ones = arith.constant dense<1.0> : tensor<6x10xf32>
+  %e = tensor.empty() : tensor<10x10xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<10x10xf32>) -> tensor<10x10xf32>
+  %gw = linalg.matmul ins(%ones_t, %x : tensor<10x6xf32>, tensor<6x10xf32>) outs(%z : tensor<10x10xf32>) -> tensor<10x10xf32>
+  %eb = tensor.empty() : tensor<1x10xf32>
+  %zb = linalg.fill ins(%zero : f32) outs(%eb : tensor<1x10xf32>) -> tensor<1x10xf32>
+  %gb = linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%ones : tensor<6x10xf32>) outs(%zb : tensor<1x10xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<1x10xf32>
+  spmd.store %gw to @"weight.grad" : tensor<10x10xf32>
+  spmd.store %gb to @"bias.grad" : tensor<1x10xf32>
+  return
 }
