@@ -552,7 +552,7 @@ func.func @store_c2(%x: tensor<4xf64>) {
 
 // -----
 
-// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'role' [param, buffer, optimizer_state, output]}}
+// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'role' [param, buffer, optimizer_state, output, gradient]}}
 spmd.state @role : tensor<4xf32> role = weights
 
 // -----
