@@ -106,8 +106,9 @@ private:
   DenseMap<Value, Operation *> fixedAt;
   /// What later users ask of a value (annotate, store, return).
   DenseMap<Value, Placements> hints;
-  /// Per value, the mesh axes (bits) along which an argument it is computed
-  /// from is sharded: all-gathering it along those is avoided.
+  /// Per value, the mesh axes (bits) along which it is split by batch data:
+  /// computed from an argument sharded there and sharded there itself.
+  /// All-gathering it along those is avoided.
   DenseMap<Value, uint64_t> batchAxes;
 };
 
@@ -274,8 +275,6 @@ void Propagator::place(Operation *op) {
   SmallVector<Attribute> resultSpecs;
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   for (auto [r, result] : llvm::enumerate(op->getResults())) {
-    if (derived)
-      batchAxes[result] = derived;
     if (!isa<RankedTensorType>(result.getType())) {
       resultSpecs.push_back(UnitAttr::get(ctx));
       continue;
@@ -286,6 +285,14 @@ void Propagator::place(Operation *op) {
           rule, r, strategy[rule.resultGroups[r] * rank + a], ctx));
     placements[result] = p;
     resultSpecs.push_back(SpecAttr::get(ctx, meshRef, p));
+    // A result still split by batch data along an axis (not a Partial sum
+    // over it, as a weight gradient is) carries the batch there.
+    uint64_t carried = 0;
+    for (unsigned a = 0; a < rank && a < 64; ++a)
+      if ((derived >> a & 1) && isa<ShardAttr>(p[a]))
+        carried |= uint64_t{1} << a;
+    if (carried)
+      batchAxes[result] = carried;
   }
   op->setAttr(SpmdDialect::getStrategyAttrName(),
               StrategyAttr::get(ctx, rank, strategy));
