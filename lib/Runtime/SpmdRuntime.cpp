@@ -14,6 +14,7 @@
 #include "JobChecks.h"
 #include "MeshGroup.h"
 #include "StateRegistry.h"
+#include "ThreadBudget.h"
 
 #include <malloc.h>
 
@@ -69,9 +70,14 @@ struct Runtime {
   std::set<uint64_t> checkedPrograms;
   int rank = 0;
   int size = 1;
+  /// Threads this rank's BLAS runs (ThreadBudget.h); 0: the user's choice.
+  int threads = 0;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Group>> groups;
   spmd::runtime::StateRegistry states;
 };
+
+// OpenBLAS's thread control, when the BLAS linked is OpenBLAS.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 Runtime &rt() {
   static Runtime runtime;
@@ -314,6 +320,11 @@ void spmdInit(void) {
     fail("spmdInit", "%s", error.c_str());
   r.rank = r.backend->worldRank();
   r.size = r.backend->worldSize();
+  // OpenBLAS (the runtime's own spmdSgemm) to the rank's share of the
+  // node's cores; a BLAS without this call keeps its own setting.
+  r.threads = spmd::runtime::threadBudget().threads;
+  if (r.threads > 0 && openblas_set_num_threads)
+    openblas_set_num_threads(r.threads);
   // A train step allocates and frees the same large buffers every step; by
   // default glibc serves those with mmap/munmap, so every step pays page
   // faults on fresh memory. Keep them in the heap to be reused instead.
@@ -356,6 +367,11 @@ int32_t spmdWorldRank(void) {
 int32_t spmdWorldSize(void) {
   ensureInit();
   return rt().size;
+}
+
+int32_t spmdThreads(void) {
+  ensureInit();
+  return rt().threads;
 }
 
 const char *spmdBackendName(void) {

@@ -32,6 +32,8 @@ class Explanation:
     collectives: List[dict]
     compile_times: Dict[str, float]
     stages: Dict[str, str] = field(default_factory=dict)
+    # Threads per rank for BLAS and kernels, and why (_runtime.threads).
+    threads: str = ""
 
     def collectives_of(self, name: str) -> List[dict]:
         """The collectives whose results reach state `name`."""
@@ -55,6 +57,8 @@ class Explanation:
         lines = [f"spmd.explain: {self.world} ranks, meshes "
                  + ", ".join(f"@{m} {shape}"
                              for m, shape in self.meshes.items())]
+        if self.threads:
+            lines.append(f"threads per rank: {self.threads}")
         params = {n: s for n, s in self.state.items() if s["role"] == "param"}
         lines.append(f"parameters ({len(params)}):")
         width = max((len(n) for n in params), default=0)
@@ -139,6 +143,7 @@ def explain(step, *args, **kwargs) -> Explanation:
                        "placement": _placement(s["type"], g),
                        "bytes": s["bytes"]}
     result = Explanation(
+        threads=_runtime.threads(),
         world=_runtime.world_size(),
         meshes={e["name"]: e["shape"] for e in local if e["kind"] == "mesh"},
         state=state,

@@ -121,10 +121,40 @@ def runtime(hint=None):
             _use_torch_store(lib)
         lib.spmdInit()
     atexit.register(lib.spmdFinalize)
+    lib.spmdThreads.restype = ctypes.c_int32
+    lib.spmdThreads.argtypes = []
+    _size_threads(lib.spmdThreads())
     _lib = lib
     _device_target = device_target
     _report_uncaught_exceptions(lib)
     return lib
+
+
+def _size_threads(threads: int):
+    """torch's threads (its BLAS, which compiled CPU steps call, and its
+    intra-op pool) to this rank's share of the node's cores, as the
+    runtime sized OpenBLAS's (spmdThreads: 0 when OMP_NUM_THREADS or
+    OPENBLAS_NUM_THREADS says otherwise, which torch then follows)."""
+    if threads > 0 and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+def threads() -> str:
+    """Threads per rank for BLAS and kernels, and why (spmd.explain)."""
+    runtime()
+    chosen = [v for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+              if os.environ.get(v)]
+    cores = len(os.sched_getaffinity(0))
+    if chosen:
+        why = f"{chosen[0]} is set"
+    elif cores < (os.cpu_count() or cores):
+        why = f"{cores} cores this rank is bound to"
+    else:
+        local = next((os.environ[v] for v in ("LOCAL_WORLD_SIZE",
+                                              "OMPI_COMM_WORLD_LOCAL_SIZE")
+                      if os.environ.get(v)), "1")
+        why = f"{cores} cores / {local} ranks on this node"
+    return f"{torch.get_num_threads()} ({why})"
 
 
 def _launched_without_mpirun() -> bool:

@@ -71,6 +71,11 @@ int32_t spmdWorldRank(void);
 int32_t spmdWorldSize(void);
 /* "MPI" or "Gloo" (libSpmdGpuRuntime: "NCCL"). */
 const char *spmdBackendName(void);
+/* Threads this rank's BLAS runs: the cores this process may use over the
+ * ranks on this node (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE), at
+ * least 1, set by spmdInit; 0 when OMP_NUM_THREADS or OPENBLAS_NUM_THREADS
+ * is set (the user's choice stands). */
+int32_t spmdThreads(void);
 
 /* The key-value store the Gloo backend meets the other ranks through
  * (torch's TCPStore, from the Python bridge); call before spmdInit. Each

@@ -23,6 +23,7 @@
 #include "../JobChecks.h"
 #include "../MeshGroup.h"
 #include "../OpenMpiDefaults.h"
+#include "../ThreadBudget.h"
 #include "../Trace.h"
 #include "GpuCommon.h"
 #include "GpuTrace.h"
@@ -384,6 +385,10 @@ void spmdUseStore(SpmdStoreSet set, SpmdStoreGet get, SpmdStoreWait wait) {
 int32_t spmdIsInitialized(void) { return rt().initialized ? 1 : 0; }
 
 const char *spmdBackendName(void) { return "NCCL"; }
+
+// The host's share of the node's cores, as libSpmdRuntime's (the GPU
+// runtime runs no BLAS of its own; the bridge sizes torch's threads by it).
+int32_t spmdThreads(void) { return spmd::runtime::threadBudget().threads; }
 
 int32_t spmdWorldRank(void) {
   spmdInit();
