@@ -287,6 +287,12 @@ def run_modes(args, tmp, env, modes, tag=""):
     return runs
 
 
+def global_loss(rs) -> float:
+    """The global batch's loss: spmd and eager return it on every rank;
+    DDP and FSDP2 ranks each see their rows' mean (equal row counts)."""
+    return statistics.mean(r["loss"] for r in rs)
+
+
 def table(args, runs, gflops, title):
     slow = lambda rs, k: max(r[k] for r in rs)  # noqa: E731
     eager = runs.get("eager")
@@ -307,7 +313,7 @@ def table(args, runs, gflops, title):
                  f"{tokens / slow(rs, 'median'):.0f}",
                  ", ".join(str(r["rss"]) for r in rs),
                  str(rs[0]["threads"]),
-                 f"{abs(rs[0]['loss'] - eager[0]['loss']):.1e}"
+                 f"{abs(global_loss(rs) - global_loss(eager)):.1e}"
                  if eager else "n/a"]
         print("| " + " | ".join(cells) + " |")
     rows = args.batch // args.ranks
