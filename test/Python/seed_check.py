@@ -690,6 +690,27 @@ def test_errors():
     expect_error("error returned module", returns_module, sgd, (x, y),
                  "returns a SmallMLP at ['model']")
 
+    class SparseBag(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 4, sparse=True)
+
+        def forward(self, tokens):
+            return self.emb(tokens).sum()
+
+    def sparse_step(model, opt, tokens):
+        model(tokens).backward()
+        opt.step()
+        opt.zero_grad()
+
+    def sparse_adam():
+        torch.manual_seed(0)
+        model = SparseBag()
+        return model, torch.optim.SparseAdam(model.parameters(), lr=0.1)
+    expect_error("error SparseAdam", sparse_step, sparse_adam,
+                 (local(torch.tensor([[1, 2], [3, 4]])),),
+                 "SparseAdam takes sparse gradients")
+
 
 GROUPS = {
     "tracing": [test_train_step_simple, test_sgd, test_adam_foreach,
