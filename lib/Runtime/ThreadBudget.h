@@ -70,8 +70,8 @@ inline ThreadBudget threadBudget() {
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   if (online > 0 && budget.cores < online) {
     budget.threads = budget.cores;
-    budget.reason = std::to_string(budget.cores) +
-                    " cores this rank is bound to";
+    budget.reason =
+        std::to_string(budget.cores) + " cores this rank is bound to";
     return budget;
   }
   budget.threads = std::max(1, budget.cores / budget.localRanks);

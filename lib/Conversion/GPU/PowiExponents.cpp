@@ -37,8 +37,8 @@ Value saturatedExponent(OpBuilder &b, Location loc, Value n) {
   Value parity = arith::AndIOp::create(b, loc, n, constant(1));
   Value hi = arith::AddIOp::create(b, loc, constant(INT32_MAX - 1), parity);
   Value lo = arith::AddIOp::create(b, loc, constant(INT32_MIN), parity);
-  Value clamped = arith::MinSIOp::create(
-      b, loc, arith::MaxSIOp::create(b, loc, n, lo), hi);
+  Value clamped =
+      arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, n, lo), hi);
   return arith::TruncIOp::create(b, loc, b.getI32Type(), clamped);
 }
 

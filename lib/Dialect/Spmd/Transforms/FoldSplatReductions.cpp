@@ -77,8 +77,7 @@ Attribute foldedSum(linalg::GenericOp generic) {
     return {};
   SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
   double count = 1.0;
-  for (auto [size, kind] :
-       llvm::zip(ranges, generic.getIteratorTypesArray())) {
+  for (auto [size, kind] : llvm::zip(ranges, generic.getIteratorTypesArray())) {
     if (ShapedType::isDynamic(size))
       return {};
     if (kind == utils::IteratorType::reduction)

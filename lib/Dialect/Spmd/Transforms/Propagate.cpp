@@ -10,9 +10,9 @@
 // Before the bytes comes one rule: a value computed from arguments sharded
 // along a mesh axis (the data-parallel batch and what derives from it) is
 // not all-gathered (nor moved to another dimension) along that axis while
-// another candidate keeps its shard, so no rank holds or computes over the global batch (gathering a
-// small batch can be fewer bytes than all-reducing a gradient, but costs
-// every rank the whole batch's compute and memory).
+// another candidate keeps its shard, so no rank holds or computes over the
+// global batch (gathering a small batch can be fewer bytes than all-reducing a
+// gradient, but costs every rank the whole batch's compute and memory).
 //
 //===----------------------------------------------------------------------===//
 
