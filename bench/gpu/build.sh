@@ -87,6 +87,17 @@ gpt_flags=$(cd "$SPMD_ROOT" && "$SPMD_PYTHON" bench/gpu/emit_gpt.py "$gpt_config
 (cd "$SPMD_ROOT" && "$SPMD_PYTHON" bench/gpu/emit_gpt.py "$gpt_config") \
   | spmd-opt --pass-pipeline="builtin.module(inline, symbol-dce, spmd-distribute, func.func(spmd-overlap-collectives))" \
     -o "$out/gpt_local.mlir"
+# bench/gpt2.py's GPT-2 124M (batch 4 x 128 tokens, AdamW with decay
+# groups): real size, checked by its loss only (its state is gigabytes of
+# text) and timed next to eager and torch.compile. Not for the emulator.
+gpt2=0
+if [ $emulate = 0 ] && [ "${SPMD_GPU_SKIP_GPT2:-0}" != 1 ]; then
+  gpt2=1
+  gpt2_flags=$(cd "$SPMD_ROOT" && "$SPMD_PYTHON" bench/gpu/emit_gpt.py gpt2 --flags)
+  (cd "$SPMD_ROOT" && "$SPMD_PYTHON" bench/gpu/emit_gpt.py gpt2) \
+    | spmd-opt --pass-pipeline="builtin.module(inline, symbol-dce, spmd-distribute, func.func(spmd-overlap-collectives))" \
+      -o "$out/gpt2_local.mlir"
+fi
 # gpu NAME LOCAL.mlir DRIVER.cpp [FLAGS...]: the GPU executable out/NAME.
 gpu() {
   local name=$1 local_mlir=$2 driver=$3
@@ -130,6 +141,10 @@ for m in $models; do
 done
 # shellcheck disable=SC2086
 gpu gpt_gpu "$out/gpt_local.mlir" "$inputs/bridge_step_main.cpp" $gpt_flags
+if [ $gpt2 = 1 ]; then
+  # shellcheck disable=SC2086
+  gpu gpt2_gpu "$out/gpt2_local.mlir" "$inputs/bridge_step_main.cpp" $gpt2_flags
+fi
 cp "$SPMD_BUILD/lib/libSpmdGpuRuntime.so" "$out/"
 
 echo "== CPU path: spmd-opt --spmd-lower-to-cpu, run here for the references"
@@ -145,6 +160,11 @@ done
 # shellcheck disable=SC2086
 cpu gpt_cpu "$out/gpt_local.mlir" "$inputs/bridge_step_main.cpp" gpt_ref.txt \
   $gpt_flags
+if [ $gpt2 = 1 ]; then
+  # shellcheck disable=SC2086
+  cpu gpt2_cpu "$out/gpt2_local.mlir" "$inputs/bridge_step_main.cpp" \
+    gpt2_ref.txt $gpt2_flags
+fi
 # The bridge's device layer, for python_views.py (torch only, no spmd
 # package: that needs the toolchain).
 mkdir -p "$out/spmd_device"
@@ -153,7 +173,7 @@ cp "$SPMD_ROOT/python/spmd/_device.py" "$SPMD_ROOT/python/spmd/_errors.py" \
   "$out/spmd_device/"
 cp "$here/check.sh" "$here/torch_eager.py" "$here/torch_gpt.py" \
   "$here/python_views.py" \
-  "$SPMD_ROOT/bench/gpt.py" \
+  "$SPMD_ROOT/bench/gpt.py" "$SPMD_ROOT/bench/gpt2.py" \
   "$SPMD_ROOT/test/Integration/Collectives/check_collectives.py" \
   "$SPMD_ROOT/python/spmd/timeline.py" "$out/"
 if [ $emulate = 1 ]; then

@@ -10,7 +10,7 @@
 # (and one under torch.autocast bfloat16) vs the CPU path, the same as CUDA
 # graphs (SPMD_CUDA_GRAPH=1), bench/gpt.py's small GPT checked then timed
 # (also as a CUDA graph) next to PyTorch eager and torch.compile on the same
-# GPU, spmd.compile's device layer (state buffers as CUDA tensors,
+# GPU, bench/gpt2.py's GPT-2 124M likewise (its loss checked), spmd.compile's device layer (state buffers as CUDA tensors,
 # python_views.py), and a short table last. A folder built with `build.sh --emulate` runs the same against
 # the GPU emulator (no GPU; PyTorch's row is skipped).
 #
@@ -89,6 +89,24 @@ else
   echo "emulated: no GPU for PyTorch" > "$out/torch_gpt.txt"
   torch_gpt_rc=0
 fi
+gpt2_line="not built"
+if [ -x "$out/gpt2_gpu" ]; then
+  echo "== GPT-2 124M (bench/gpt2.py, batch 4 x 128 tokens, AdamW): the loss after 3 steps vs the CPU path, then 10 timed; with a CUDA graph; PyTorch eager and torch.compile"
+  SPMD_TIME_STEPS=10 timeout 300 "$out/gpt2_gpu" "$out/gpt2_ref.txt" | tee "$out/gpt2.txt"
+  gpt2_rc=${PIPESTATUS[0]}
+  SPMD_CUDA_GRAPH=1 SPMD_TIME_STEPS=10 timeout 300 "$out/gpt2_gpu" "$out/gpt2_ref.txt" |
+    tee "$out/gpt2_graph.txt"
+  gpt2_graph_rc=${PIPESTATUS[0]}
+  if [ -z "$emulated" ]; then
+    timeout 400 "$python" "$out/torch_gpt.py" gpt2 10 | tee "$out/torch_gpt2.txt"
+  fi
+  g2_check=$(sed -n 's/^bridge step: .*deviation \([^:]*\): \(OK\|WRONG\)$/\1 \2/p' "$out/gpt2.txt")
+  g2_ms=$(sed -n 's/^time: rank 0: spmd \([0-9.]*\) ms.*/\1/p' "$out/gpt2.txt")
+  g2_graph_ms=$(sed -n 's/^time: rank 0: spmd (CUDA graph) \([0-9.]*\) ms.*/\1/p' "$out/gpt2_graph.txt")
+  g2_eager=$(sed -n 's/^time: torch eager \([0-9.]*\) ms.*/\1/p' "$out/torch_gpt2.txt" 2>/dev/null)
+  g2_compile=$(sed -n 's/^time: torch.compile \([0-9.]*\) ms.*/\1/p' "$out/torch_gpt2.txt" 2>/dev/null)
+  gpt2_line="loss ${g2_check:-FAILED (rc $gpt2_rc)}; step ms: spmd ${g2_ms:-n/a} / CUDA graph ${g2_graph_ms:-n/a (rc $gpt2_graph_rc)} / torch eager ${g2_eager:-n/a} / torch.compile ${g2_compile:-n/a}"
+fi
 echo "== spmd.compile's GPU target: state buffers as CUDA tensors (python/spmd/_device.py)"
 if [ -z "$emulated" ]; then
   timeout 120 "$python" "$out/python_views.py" "$out" 2>&1 | tee "$out/views.txt"
@@ -166,6 +184,7 @@ else
   trace_cell="FAILED (run rc $trace_rc, draw rc $trace_draw_rc)"
 fi
 echo "| step trace, transformer program (3 steps) | $trace_cell |"
+echo "| GPT-2 124M (bench/gpt2.py), batch 4 x 128: loss vs CPU path; step ms | $gpt2_line |"
 views=$(sed -n 's/^python views: //p' "$out/views.txt")
 echo "| spmd.compile GPU target: state as CUDA tensors | ${views:-FAILED} (rc $views_rc) |"
 [ "$check" = OK ] && [ "$train" = OK ] && [ "$torch_rc" = 0 ] &&
@@ -174,4 +193,5 @@ echo "| spmd.compile GPU target: state as CUDA tensors | ${views:-FAILED} (rc $v
   [ "$gpt_graph_check" = OK ] && [ "$torch_gpt_rc" = 0 ] &&
   [ "$attention_ok" = 8 ] && [ "$attention_rc" = 0 ] &&
   [ "$trace_rc" = 0 ] && [ "$trace_draw_rc" = 0 ] && [ -n "$trace_line" ] &&
-  [ "$views_rc" = 0 ] && [ -n "$views" ]
+  [ "$views_rc" = 0 ] && [ -n "$views" ] &&
+  { [ ! -x "$out/gpt2_gpu" ] || [ "${g2_check##* }" = OK ]; }

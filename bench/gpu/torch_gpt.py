@@ -11,7 +11,7 @@ lines check.sh reads:
 The kernel count is what issue #19 compares the compiled step's launches
 with (bench/gpu/eager_ops.py counts eager's ops on the CPU: a floor).
 
-    python3 torch_gpt.py [small|large] [STEPS]
+    python3 torch_gpt.py [small|large|gpt2] [STEPS]
 """
 import os
 import statistics
@@ -25,8 +25,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
 import gpt  # noqa: E402
 
-cfg = gpt.CONFIGS[sys.argv[1] if len(sys.argv) > 1 else "small"]
+NAME = sys.argv[1] if len(sys.argv) > 1 else "small"
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+if NAME == "gpt2":  # bench/gpt2.py's GPT-2 124M, batch 4 x 128 tokens
+    import gpt2
+    cfg = dict(batch=4, block=128, vocab=50257)
+    build_model, make_opt, train_step = gpt2.gpt2, gpt2.adamw, \
+        gpt2.train_step
+else:
+    cfg = gpt.CONFIGS[NAME]
+    build_model, train_step = gpt.build_model, gpt.train_step
+
+    def make_opt(model):
+        return torch.optim.AdamW(model.parameters(), lr=1e-3)
 dev = torch.device("cuda")
 gen = torch.Generator().manual_seed(1234)
 x = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["block"]),
@@ -36,18 +47,18 @@ y = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["block"]),
 
 
 def timed(model, label):
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt = make_opt(model)
     t0 = time.perf_counter()
-    gpt.train_step(model, opt, x, y)
+    train_step(model, opt, x, y)
     torch.cuda.synchronize()
     first = time.perf_counter() - t0
     for _ in range(3):
-        gpt.train_step(model, opt, x, y)
+        train_step(model, opt, x, y)
     ms = []
     for _ in range(steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        gpt.train_step(model, opt, x, y)
+        train_step(model, opt, x, y)
         torch.cuda.synchronize()
         ms.append((time.perf_counter() - t0) * 1e3)
     print(f"time: {label} {statistics.median(ms):.3f} ms per step "
@@ -65,7 +76,7 @@ def count_kernels(model, opt, label):
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        gpt.train_step(model, opt, x, y)
+        train_step(model, opt, x, y)
         torch.cuda.synchronize()
     kernels = sum(1 for e in prof.events()
                   if e.device_type == DeviceType.CUDA)
@@ -73,8 +84,12 @@ def count_kernels(model, opt, label):
           flush=True)
 
 
-timed(gpt.build_model(cfg).to(dev), "torch eager")
+def model():
+    return (build_model() if NAME == "gpt2" else build_model(cfg)).to(dev)
+
+
+timed(model(), "torch eager")
 try:
-    timed(torch.compile(gpt.build_model(cfg).to(dev)), "torch.compile")
+    timed(torch.compile(model()), "torch.compile")
 except Exception as err:  # inductor needs a compiler and triton
     print(f"torch.compile failed: {type(err).__name__}: {err}"[:300])
