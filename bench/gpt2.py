@@ -313,8 +313,9 @@ def table(args, runs, gflops, title):
                  f"{tokens / slow(rs, 'median'):.0f}",
                  ", ".join(str(r["rss"]) for r in rs),
                  str(rs[0]["threads"]),
-                 f"{abs(global_loss(rs) - global_loss(eager)):.1e}"
-                 if eager else "n/a"]
+                 f"{abs(global_loss(rs) - global_loss(eager)):.1e} ("
+                 f"{abs(global_loss(rs) / global_loss(eager) - 1):.0e} "
+                 "rel.)" if eager else "n/a"]
         print("| " + " | ".join(cells) + " |")
     rows = args.batch // args.ranks
     floor = useful_flops(args.layers, 768, 50257, args.seq, rows) / (
