@@ -266,13 +266,13 @@ int main(int argc, char **argv) {
     values += n;
   }
   std::fclose(f);
-  size_t expected = onlyOutputs ? size_t(std::count_if(
-                                      got.begin(), got.end(),
-                                      [](const auto &entry) {
-                                        return entry.first.rfind("output.",
-                                                                 0) == 0;
-                                      }))
-                                : got.size();
+  size_t expected =
+      onlyOutputs
+          ? size_t(std::count_if(got.begin(), got.end(),
+                                 [](const auto &entry) {
+                                   return entry.first.rfind("output.", 0) == 0;
+                                 }))
+          : got.size();
   ok = ok && compared == expected && worst < TOLERANCE && !std::isnan(worst);
   std::printf("bridge step: rank %d of %d, %zu states (%zu values) after 3 "
               "steps vs the CPU path, max relative deviation %.1e%s%s: %s\n",
