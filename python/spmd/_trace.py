@@ -528,8 +528,7 @@ class _Harness:
             grads, result["grad_names"] = _captured_grads(optimizer, capture,
                                                           name_of)
             explicit, created, dropped = _state_outputs(
-                model, optimizer, name_of, by_name, extras, extra_by_name,
-                state, result)
+                optimizer, name_of, by_name, extra_by_name, state, result)
             result["explicit_updates"] = [name for name, _ in explicit]
             result["created"] = created
             result["dropped"] = dropped
@@ -663,8 +662,8 @@ def _traced_optimizer_state(optimizer, name_of, by_name, extras, extra):
     return state, options
 
 
-def _state_outputs(model, optimizer, name_of, by_name, extras,
-                   extra_by_name, state, result):
+def _state_outputs(optimizer, name_of, by_name, extra_by_name, state,
+                   result):
     """After the step: the states whose new value is a tensor other than
     their input (`explicit`, [(name, tensor)]), the states the step creates
     (`created`) and the inputs whose in-place changes are not stored
@@ -672,57 +671,48 @@ def _state_outputs(model, optimizer, name_of, by_name, extras,
     Inputs changed in place are stored from functionalization's copies
     (trace()). Records the parameters with a gradient after the call and
     the traced optimizer's constant state in `result`."""
-    params = dict(model.named_parameters())
     explicit, created, dropped = [], [], set()
+
+    def final(name, value, kind, param, key=None):
+        """`value` is state `name`'s value after the step."""
+        if value is extra_by_name.get(name):
+            return  # its input, changed in place or not
+        explicit.append((name, value))
+        if name in extra_by_name:
+            dropped.add(name)  # the input's in-place copy is not stored
+        else:
+            created.append(ExtraState(name, kind, param=param, key=key,
+                                      shape=tuple(value.shape),
+                                      dtype=value.dtype))
+
     grads_after = []
     for n, traced in by_name.items():
-        name = f"{n}.grad"
-        g = traced.grad
-        if g is None:
-            dropped.add(name)
+        if traced.grad is None:
+            dropped.add(f"{n}.grad")
             continue
         grads_after.append(n)
-        if g is extra_by_name.get(name):
-            continue
-        explicit.append((name, g))
-        if name in extra_by_name:
-            dropped.add(name)
-        else:
-            created.append(ExtraState(
-                name, "grad", param=n, shape=tuple(g.shape), dtype=g.dtype))
+        final(f"{n}.grad", traced.grad, "grad", n)
     result["grads_after"] = grads_after
     constants = {}
-    if state is not None:
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                n = name_of[id(p)]
-                before = optimizer.state.get(p, {})
-                for key, value in state.get(by_name[n], {}).items():
-                    if not isinstance(value, torch.Tensor):
-                        if key in before and not _same(before[key], value):
-                            raise UnsupportedError(
-                                f"spmd.compile: {type(optimizer).__name__}"
-                                f" keeps state {key!r} of {n} as a Python "
-                                f"{type(value).__name__} that step() "
-                                "changes; a compiled step would repeat the "
-                                "traced value",
-                                hint="keep changing state in tensors "
-                                "(state['step'] = torch.tensor(0.0))")
-                        constants.setdefault(n, {})[key] = value
-                        continue
-                    name = _state_name(n, key)
-                    if value is extra_by_name.get(name):
-                        continue
-                    explicit.append((name, value))
-                    if name in extra_by_name:
-                        dropped.add(name)
-                    else:
-                        created.append(ExtraState(
-                            name, "optimizer_state", param=n, key=key,
-                            shape=tuple(value.shape), dtype=value.dtype))
-                del before
+    for group in optimizer.param_groups if state is not None else ():
+        for p in group["params"]:
+            n = name_of[id(p)]
+            before = optimizer.state.get(p, {})
+            for key, value in state.get(by_name[n], {}).items():
+                if isinstance(value, torch.Tensor):
+                    final(_state_name(n, key), value, "optimizer_state", n,
+                          key)
+                    continue
+                if key in before and not _same(before[key], value):
+                    raise UnsupportedError(
+                        f"spmd.compile: {type(optimizer).__name__} keeps "
+                        f"state {key!r} of {n} as a Python "
+                        f"{type(value).__name__} that step() changes; a "
+                        "compiled step would repeat the traced value",
+                        hint="keep changing state in tensors "
+                        "(state['step'] = torch.tensor(0.0))")
+                constants.setdefault(n, {})[key] = value
     result["optimizer_constants"] = constants
-    del params
     return explicit, created, dropped
 
 
