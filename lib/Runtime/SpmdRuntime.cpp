@@ -17,7 +17,9 @@
 #include "ThreadBudget.h"
 
 #include <malloc.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdarg>
@@ -102,6 +104,25 @@ Runtime &rt() {
 /// fail() with a ready message (the state registry's errors).
 [[noreturn]] void failWith(const char *call, const std::string &message) {
   fail(call, "%s", message.c_str());
+}
+
+/// A zero-filled, 128-byte aligned buffer of `bytes` for a state, never
+/// freed (the host's views of state live as long as the process). Large
+/// ones are anonymous mappings: their pages cost memory only once touched,
+/// as a library's `.bss` did.
+void *allocateStateBuffer(int64_t bytes) {
+  constexpr int64_t kAlignment = 128, kMapped = int64_t(1) << 16;
+  auto size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  if (bytes >= kMapped) {
+    void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
+  size = (size + kAlignment - 1) / kAlignment * kAlignment;
+  void *p = std::aligned_alloc(kAlignment, size);
+  if (p)
+    std::memset(p, 0, size);
+  return p;
 }
 
 /// Waits for `request` for at most the run's timeout; past it, the job ends
@@ -668,6 +689,25 @@ void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
   std::string error;
   if (!rt().states.add(name, address, bytes, dtype, error))
     failWith("spmdStateRegister", error);
+}
+
+int64_t spmdStateAddress(const char *name, int64_t bytes, int32_t dtype) {
+  Runtime &r = rt();
+  std::string error;
+  if (r.states.find(name)) {
+    const auto *state = r.states.bind(name, bytes, dtype, error);
+    if (!state)
+      failWith("spmdStateAddress", error);
+    return state->address;
+  }
+  void *buffer = allocateStateBuffer(bytes);
+  if (!buffer)
+    fail("spmdStateAddress", "cannot allocate %lld bytes for state '%s'",
+         static_cast<long long>(bytes), name);
+  auto address = reinterpret_cast<int64_t>(buffer);
+  if (!r.states.add(name, address, bytes, dtype, error))
+    failWith("spmdStateAddress", error);
+  return address;
 }
 
 int64_t spmdStateData(const char *name, int64_t *bytes) {

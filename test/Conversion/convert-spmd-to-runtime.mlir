@@ -70,7 +70,7 @@ func.func @coalesced(%x: tensor<4x8xf32>, %y: tensor<8xf32>) -> (tensor<4x8xf32>
 
 // State becomes a public zero-initialized global; loads copy out, stores in;
 // every function that touches state first registers it by name.
-// CHECK: memref.global "public" @fc.w : memref<4xf32> = dense<0.000000e+00> {alignment = 128 : i64}
+// CHECK: memref.global "public" @fc.w : memref<4xf32> = dense<0.000000e+00> {alignment = 128 : i64, spmd.state_dtype = 0 : i32}
 // CHECK-LABEL: func.func @state
 // CHECK-NEXT: call @spmd_register_state() : () -> ()
 // CHECK: %[[G:.*]] = memref.get_global @fc.w : memref<4xf32>

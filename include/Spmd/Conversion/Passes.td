@@ -30,7 +30,9 @@ def ConvertSpmdToRuntimePass
     - `spmd.axis_index` becomes `spmdAxisIndex`, and `spmd.local_slice` a
       `tensor.extract_slice` at this rank's chunk (torch.chunk sizes);
     - `spmd.state` becomes a zero-initialized public `memref.global` of the
-      same name; `spmd.load` copies the global into a new buffer,
+      same name, marked with its runtime element type code
+      (`spmd.state_dtype`; `spmd-state-in-runtime-memory` later moves it
+      into a buffer the runtime allocates); `spmd.load` copies the global into a new buffer,
       `spmd.store` copies into the global; a generated
       `spmd_register_state()`, called on entry of every function that
       touches state, registers each global by name (size, element type)
@@ -186,6 +188,55 @@ def SpmdBf16BitsInMemoryPass
     bits. Other bf16 uses are left as they are.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def SpmdFreeAfterLastUsePass
+    : Pass<"spmd-free-after-last-use", "::mlir::func::FuncOp"> {
+  let summary = "Frees each buffer right after its last use";
+  let description = [{
+    Part of `spmd-lower-to-cpu`, on buffers, right after the buffer
+    deallocation pipeline (not of `spmd-lower-to-nvvm` yet: a free between
+    two kernels would keep `spmd-gpu-fuse-kernels` from fusing them; the
+    device cache serves stream-ordered frees, so the GPU path can follow
+    once that pass looks past them). Upstream's ownership-based
+    deallocation frees a buffer at the end of the block that allocates it:
+    a straight-line training step then holds every intermediate buffer
+    (activations, gathered parameters, whole gradients before their
+    reduce-scatter, collective outputs) until it returns, and its transient
+    peak is the sum of all of them (a 2-layer GPT held 3x what it needed at
+    any point). Here each unconditional `memref.dealloc` of a
+    `memref.alloc` of the same block moves to just after the last op of
+    that block that uses the buffer: directly, in a nested region, through
+    a view (any result of a user counts as an alias but a loaded element or
+    a size), through its address (`memref.extract_aligned_pointer_as_index`
+    and what is computed from it), and through what a call given that
+    address returns: the handle of a non-blocking collective, so a
+    collective's buffers are freed after its `spmdWait`. The runtime's
+    caching allocator hands a freed block to the next allocation of its
+    size, so the step's peak follows liveness.
+
+    Left where they are: deallocations of buffers that escape (returned or
+    yielded by the block's terminator), conditional ones (`scf.if` of an
+    ownership flag), and those of anything but a `memref.alloc` of the same
+    block.
+
+    ```mlir
+    %a = memref.alloc() : memref<64xf32>
+    linalg.fill ins(%c0 : f32) outs(%a : memref<64xf32>)
+    memref.copy %a, %out : memref<64xf32> to memref<64xf32>
+    %b = memref.alloc() : memref<64xf32>
+    ...
+    memref.dealloc %a : memref<64xf32>
+    memref.dealloc %b : memref<64xf32>
+    // becomes
+    %a = memref.alloc() : memref<64xf32>
+    linalg.fill ins(%c0 : f32) outs(%a : memref<64xf32>)
+    memref.copy %a, %out : memref<64xf32> to memref<64xf32>
+    memref.dealloc %a : memref<64xf32>
+    %b = memref.alloc() : memref<64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
 def SpmdElideBufferCopiesPass
@@ -490,6 +541,49 @@ def SpmdTraceRegionsPass : Pass<"spmd-trace-regions", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def SpmdStateInRuntimeMemoryPass
+    : Pass<"spmd-state-in-runtime-memory", "::mlir::ModuleOp"> {
+  let summary = "Keeps state in buffers the runtime allocates, not in globals";
+  let description = [{
+    Part of `spmd-lower-to-cpu`, on buffers, after `spmd-trace-regions`.
+    `convert-spmd-to-runtime` declares each `spmd.state` as a zero
+    `memref.global` marked `spmd.state_dtype` (the passes on tensors and
+    bufferization recognize state stores by its `memref.get_global`). Left
+    in the shared object, every parameter, gradient and optimizer moment
+    would be a global in `.bss`: past ~2 GiB of them the default code model
+    cannot reach them (a 24-layer GPT-2 with AdamW does not link), and
+    their memory is the library's, not the runtime's to count or place.
+
+    Here every state global goes away. In each function, the first read of
+    a state's address becomes, at the function's entry, a call
+    `spmdStateAddress(name, bytes, dtype)`: the runtime's buffer of that
+    name (made on first use, zero-filled, 128-byte aligned, kept for the
+    life of the process and shared by every program that names the state,
+    as the host's `spmdStateBind` sees it), and each `memref.get_global` of
+    it a memref over that address. No size limit follows from the code
+    model, and a state is allocated when a program first runs, not when
+    the library is loaded.
+
+    ```mlir
+    memref.global "public" @w : memref<4xf32> = dense<0.0> {alignment = 128 : i64, spmd.state_dtype = 0 : i32}
+    func.func @step() {
+      %0 = memref.get_global @w : memref<4xf32>
+      ...
+    // becomes
+    func.func @step() {
+      %a = call @spmdStateAddress(%name, %c16_i64, %c0_i32) : (!llvm.ptr, i64, i32) -> i64
+      %0 = builtin.unrealized_conversion_cast %desc : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)> to memref<4xf32>
+      ...
+    ```
+
+    Unsupported, with a diagnostic: a state global read other than through
+    `memref.get_global`, one without the identity layout.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect"];
 }
 

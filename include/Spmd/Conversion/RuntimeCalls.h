@@ -3,7 +3,8 @@
 // What the lowerings to runtime calls share (convert-spmd-to-runtime,
 // spmd-lower-attention, spmd-trace-regions, spmd-gpu-trace-sources): a call
 // of a runtime function, declared private in the module on first use; a
-// buffer's address as the i64 the C ABI takes; a constant C string; the
+// buffer's address as the i64 the C ABI takes, and a memref over an
+// address the runtime returned; a constant C string; the
 // name a trace gives the code of a location.
 //
 //===----------------------------------------------------------------------===//
@@ -27,6 +28,15 @@ func::CallOp callRuntime(OpBuilder &b, ModuleOp module, Location loc,
 
 /// The aligned address of `memref` as an i64.
 Value bufferAddress(OpBuilder &b, Location loc, Value memref);
+
+/// A memref of `type` (static shape, identity layout) over the address
+/// `address` (an i64 a runtime function returned): the descriptor built in
+/// the LLVM dialect's layout and cast to the memref type (the cast folds
+/// away when the rest is lowered to LLVM). A runtime function returning a
+/// memref would need the C interface, whose wrapper the lowerings to LLVM
+/// do not generate for declarations.
+Value memRefAtAddress(OpBuilder &b, Location loc, MemRefType type,
+                      Value address);
 
 /// The address (!llvm.ptr) of a NUL-terminated constant copy of `text`,
 /// an internal global named `symbol` made at the start of `module` unless

@@ -160,6 +160,12 @@ void spmdAbort(const char *message);
  * again with another size or element type is an error. */
 void spmdStateRegister(const char *name, int64_t address, int64_t bytes,
                        int32_t dtype);
+/* The buffer of state `name` (its address): the registered one, checked
+ * against `bytes` and `dtype`, or, on first use, a new zero-filled buffer
+ * the runtime allocates (128-byte aligned, kept for the life of the process)
+ * and registers. Compiled CPU programs keep their state there
+ * (spmd-state-in-runtime-memory), not in globals of their own. */
+int64_t spmdStateAddress(const char *name, int64_t bytes, int32_t dtype);
 /* The buffer of a state and its size; an unknown name is an error. */
 int64_t spmdStateData(const char *name, int64_t *bytes);
 /* The buffer of a state, checked against the size and element type the

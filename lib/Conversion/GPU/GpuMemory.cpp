@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Conversion/GPU/Passes.h"
+#include "Spmd/Conversion/RuntimeCalls.h"
 #include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -32,47 +33,14 @@ bool isIdentityContiguous(MemRefType type) {
   return type.getLayout().isIdentity() && type.hasStaticShape();
 }
 
-/// A memref of `type` (static, identity layout) over the device address
-/// `address` (i64): the descriptor built in the LLVM dialect's layout and
-/// cast to the memref type (the cast folds away when the rest is lowered to
-/// LLVM). A runtime function returning a memref would need the C
-/// interface, whose wrapper gpu-to-llvm does not generate for declarations.
+/// A memref of `type` over the device address `address`, marked with the
+/// runtime buffer it is (for spmd-gpu-fuse-kernels' aliasing).
 Value deviceMemRef(OpBuilder &b, Location loc, MemRefType type, Value address,
                    StringRef identity) {
-  MLIRContext *ctx = b.getContext();
-  auto ptrType = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = b.getI64Type();
-  Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, address);
-  // {allocated, aligned, offset, sizes[rank], strides[rank]}.
-  int64_t rank = type.getRank();
-  SmallVector<Type> fields{ptrType, ptrType, i64};
-  if (rank > 0) {
-    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-  }
-  auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
-  Value desc = LLVM::UndefOp::create(b, loc, descType);
-  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
-  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
-  auto constant = [&](int64_t v) {
-    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
-  };
-  desc = LLVM::InsertValueOp::create(b, loc, desc, constant(0),
-                                     ArrayRef<int64_t>{2});
-  int64_t stride = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    desc = LLVM::InsertValueOp::create(
-        b, loc, desc, constant(type.getDimSize(d)), ArrayRef<int64_t>{3, d});
-    desc = LLVM::InsertValueOp::create(b, loc, desc, constant(stride),
-                                       ArrayRef<int64_t>{4, d});
-    stride *= type.getDimSize(d);
-  }
-  auto cast = UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
-                                                 ValueRange{desc});
-  // Which runtime buffer this is, for spmd-gpu-fuse-kernels' aliasing.
-  cast->setAttr(spmd::SpmdDialect::getGpuBufferAttrName(),
-                b.getStringAttr(identity));
-  return cast.getResult(0);
+  Value memref = spmd::memRefAtAddress(b, loc, type, address);
+  memref.getDefiningOp()->setAttr(spmd::SpmdDialect::getGpuBufferAttrName(),
+                                  b.getStringAttr(identity));
+  return memref;
 }
 
 /// The runtime's device buffer for the state `get` names, as a memref:

@@ -97,7 +97,8 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "into their buckets, buffer deallocation, f32 matmuls to spmdSgemm "
       "(cblas_sgemm), "
       "large full reductions in blocks, loop nests outlined, trace regions of "
-      "the user's source lines, other linalg to loops, to LLVM",
+      "the user's source lines, state in runtime buffers, other linalg to "
+      "loops, to LLVM",
       [](OpPassManager &pm) {
         spmd::buildLowerToBuffers(pm, [](OpPassManager &pm) {
           pm.addPass(spmd::createSpmdLowerAttentionPass());
@@ -106,6 +107,10 @@ void mlir::spmd::registerLowerToCPUPipeline() {
           pm.addNestedPass<func::FuncOp>(
               spmd::createSpmdUpdateStateInPlacePass());
         });
+        // Freed after their last use, not at the end of the step (not on
+        // the GPU path yet: a free between two kernels keeps
+        // spmd-gpu-fuse-kernels from fusing them).
+        pm.addNestedPass<func::FuncOp>(spmd::createSpmdFreeAfterLastUsePass());
         // libSpmdRuntime's spmdSgemm: OpenBLAS, or the BLAS the process
         // hands over (Sgemm.cpp).
         spmd::ConvertLinalgToBlasPassOptions blas;
@@ -118,6 +123,9 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         pm.addPass(spmd::createSpmdOutlineLoopNestsPass());
         // Named regions of the user's source lines for step traces.
         pm.addPass(spmd::createSpmdTraceRegionsPass());
+        // Parameters and optimizer state in the runtime's buffers, not in
+        // the library's globals (no size limit from the code model).
+        pm.addPass(spmd::createSpmdStateInRuntimeMemoryPass());
         pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createSCFToControlFlowPass());

@@ -27,6 +27,41 @@ Value mlir::spmd::bufferAddress(OpBuilder &b, Location loc, Value memref) {
   return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
 }
 
+Value mlir::spmd::memRefAtAddress(OpBuilder &b, Location loc, MemRefType type,
+                                  Value address) {
+  MLIRContext *ctx = b.getContext();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = b.getI64Type();
+  Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, address);
+  // {allocated, aligned, offset, sizes[rank], strides[rank]}.
+  int64_t rank = type.getRank();
+  SmallVector<Type> fields{ptrType, ptrType, i64};
+  if (rank > 0) {
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+  }
+  auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+  Value desc = LLVM::UndefOp::create(b, loc, descType);
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
+  auto constant = [&](int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+  desc = LLVM::InsertValueOp::create(b, loc, desc, constant(0),
+                                     ArrayRef<int64_t>{2});
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    desc = LLVM::InsertValueOp::create(
+        b, loc, desc, constant(type.getDimSize(d)), ArrayRef<int64_t>{3, d});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, constant(stride),
+                                       ArrayRef<int64_t>{4, d});
+    stride *= type.getDimSize(d);
+  }
+  return UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
+                                            ValueRange{desc})
+      .getResult(0);
+}
+
 Value mlir::spmd::stringConstant(OpBuilder &b, ModuleOp module, Location loc,
                                  StringRef text, StringRef symbol) {
   if (!module.lookupSymbol(symbol)) {

@@ -441,7 +441,11 @@ LogicalResult RuntimeLowering::lowerState(StateOp state) {
       memrefType,
       DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())),
       /*constant=*/false, /*alignment=*/b.getI64IntegerAttr(kStateAlignment));
-  (void)global;
+  FailureOr<int32_t> code = dtype(state, type.getElementType());
+  if (failed(code))
+    return failure();
+  global->setAttr(SpmdDialect::getStateDtypeAttrName(),
+                  b.getI32IntegerAttr(*code));
   SmallVector<Operation *> uses;
   module.walk([&](Operation *op) {
     if (auto load = dyn_cast<LoadOp>(op);

@@ -766,7 +766,19 @@ func.func @mesh_attr_c1(%a: tensor<8xf32>) -> tensor<8xf32> {
 // -----
 
 func.func @op_attr_c1(%a: tensor<8xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'arith.addf' op unknown attribute 'spmd.stratgy' (the spmd dialect defines 'spmd.strategy', 'spmd.result_specs', 'spmd.mesh', 'spmd.gpu_buffer' and 'spmd.host_copy' on operations)}}
+  // expected-error @+1 {{'arith.addf' op unknown attribute 'spmd.stratgy' (the spmd dialect defines 'spmd.strategy', 'spmd.result_specs', 'spmd.mesh', 'spmd.gpu_buffer', 'spmd.state_dtype' and 'spmd.host_copy' on operations)}}
   %0 = arith.addf %a, %a {spmd.stratgy = #spmd.strategy<[replicate]>} : tensor<8xf32>
   return %0 : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'memref.global' op 'spmd.state_dtype' is a state global's element type code (an i32 on a memref.global)}}
+memref.global "public" @w : memref<4xf32> = dense<0.0> {spmd.state_dtype = 1.0 : f32}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'spmd.state_dtype' is a state global's element type code (an i32 on a memref.global)}}
+func.func @not_a_global() attributes {spmd.state_dtype = 0 : i32} {
+  return
 }

@@ -185,6 +185,16 @@ LogicalResult SpmdDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "'" << name << "' must be a string";
     return success();
   }
+  if (name == getStateDtypeAttrName()) {
+    auto code = dyn_cast<IntegerAttr>(value);
+    if (op->getName().getStringRef() != "memref.global" || !code ||
+        !code.getType().isInteger(32))
+      return op->emitOpError()
+             << "'" << name
+             << "' is a state global's element type code (an i32 on a "
+                "memref.global)";
+    return success();
+  }
   if (name == getHostCopyAttrName()) {
     if (!isa<UnitAttr>(value))
       return op->emitOpError() << "'" << name << "' must be a unit attribute";
@@ -196,6 +206,7 @@ LogicalResult SpmdDialect::verifyOperationAttribute(Operation *op,
                            << getStrategyAttrName() << "', '"
                            << getResultSpecsAttrName() << "', '"
                            << getMeshAttrName() << "', '"
-                           << getGpuBufferAttrName() << "' and '"
+                           << getGpuBufferAttrName() << "', '"
+                           << getStateDtypeAttrName() << "' and '"
                            << getHostCopyAttrName() << "' on operations)";
 }

@@ -69,6 +69,12 @@ def Spmd_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getGpuBufferAttrName() {
       return ::llvm::StringLiteral("spmd.gpu_buffer");
     }
+    /// CPU lowering: on the `memref.global` convert-spmd-to-runtime makes
+    /// of a state, the runtime's element type code (an i32; SpmdRuntime.h's
+    /// SPMD_F32...): spmd-state-in-runtime-memory allocates it by that.
+    static constexpr ::llvm::StringLiteral getStateDtypeAttrName() {
+      return ::llvm::StringLiteral("spmd.state_dtype");
+    }
     /// GPU lowering: on a host load/store of a host copy (a unit attribute;
     /// spmd-verify-gpu-host-code allows those).
     static constexpr ::llvm::StringLiteral getHostCopyAttrName() {
