@@ -86,7 +86,7 @@ def worker(mode, T, steps, out):
     result["loss"] = float(loss)
     if mode != "eager":
         stats = spmd.memory_stats()
-        result["peak"] = stats["peak_bytes"] - stats["live_bytes"]
+        result["peak"] = stats["transient_peak_bytes"] - stats["live_bytes"]
     json.dump(result, open(out, "w"))
 
 

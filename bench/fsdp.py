@@ -153,7 +153,7 @@ def worker(args):
     if args.worker.startswith("spmd"):
         # The compiled program's own buffers at their peak (its state
         # aside): gathered parameters, gradients, buckets, activations.
-        program_peak = spmd.memory_stats()["peak_bytes"]
+        program_peak = spmd.memory_stats()["transient_peak_bytes"]
     result = dict(rank=rank, median=statistics.median(times[args.warmup:]),
                   rss=peak_rss_mib(), state=local_state_bytes(model, opt),
                   replicated=replicated_bytes, calls=calls,

@@ -26,8 +26,8 @@ from .placement import Placement, Replicate, Shard, override_placement
 from ._errors import UnsupportedError
 from ._sharding import full_state_dict
 from ._toolchain import CompileError
-from ._runtime import (memory_stats, rank, reset_peak_memory_stats,
-                       world_size)
+from ._memory import memory_stats
+from ._runtime import rank, reset_peak_memory_stats, world_size
 
 __all__ = [
     "compile", "Override", "DataParallel", "run_passes", "Placement",

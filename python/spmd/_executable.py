@@ -19,13 +19,39 @@ import weakref
 
 import torch
 
-from . import _runtime, _sharding
+from . import _memory, _runtime, _sharding
 from ._program import DTYPE_CODE, ENTRY, Program
 from ._trace import Traced
 
 
 # The program whose buffers a model's parameters are views of right now.
 _OWNER = weakref.WeakKeyDictionary()
+
+# The role (spmd.state's: param, buffer, optimizer_state, gradient, ...) of
+# every state a loaded program holds, by its name in the runtime.
+STATE_ROLES = {}
+
+# The memory plan (spmd-plan-memory) of the program that ran last.
+_LAST_PLAN = [None]
+
+_PLAN_KEYS = ("transient_peak", "activations", "gradients", "communication")
+
+
+def last_plan():
+    """The memory plan of the step that ran last on this rank (bytes by
+    _PLAN_KEYS), or None (none ran yet, or the target has no plan)."""
+    return _LAST_PLAN[0]
+
+
+def memory_plan(lib):
+    """The plan spmd-plan-memory exported for the entry function; None
+    when the library has none (the GPU targets)."""
+    try:
+        values = (ctypes.c_int64 * 4).in_dll(lib, "__spmd_memory_plan_"
+                                             + ENTRY)
+    except ValueError:
+        return None
+    return dict(zip(_PLAN_KEYS, values))
 
 
 class Executable:
@@ -69,6 +95,10 @@ class Executable:
         # The program's buffers, as address ranges: an input inside one is
         # copied before the call (_StateRanges).
         self._state_ranges = _StateRanges(buffers)
+        for s in program.states:
+            STATE_ROLES[program.prefix + s.name] = s.role
+        self.plan = memory_plan(self.lib)
+        _memory.check_limit(self.plan, program)
         # As DDP at construction: every rank starts from rank 0's model and
         # optimizer state (replicated state must be equal everywhere; a
         # whole tensor of a sharded state is broadcast before each rank
@@ -257,6 +287,7 @@ class Executable:
             ptr = self.device.input_address(i, t)
             args += [ptr, ptr, 0, *t.shape, *t.stride()]
         self.device.before_step()
+        _LAST_PLAN[0] = self.plan
         self.entry(*args)
         self.device.after_step()
         if self.traced.optimizer is not None:

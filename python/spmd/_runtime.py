@@ -80,6 +80,13 @@ def runtime(hint=None):
     lib.spmdStateBind.restype = ctypes.c_int64
     lib.spmdStateBind.argtypes = [ctypes.c_char_p, ctypes.c_int64,
                                   ctypes.c_int32]
+    lib.spmdStateCount.argtypes = []
+    lib.spmdStateCount.restype = ctypes.c_int64
+    lib.spmdStateName.argtypes = [ctypes.c_int64]
+    lib.spmdStateName.restype = ctypes.c_char_p
+    lib.spmdStateData.argtypes = [ctypes.c_char_p,
+                                  ctypes.POINTER(ctypes.c_int64)]
+    lib.spmdStateData.restype = ctypes.c_int64
     lib.spmdAllReduce.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] * 2 \
         + [ctypes.c_int64] * 2
     lib.spmdBroadcast.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] \
@@ -322,17 +329,8 @@ def bind(name: str, shape, dtype: torch.dtype, code: int) -> torch.Tensor:
     return device().state(address, shape, dtype, nbytes)
 
 
-def memory_stats() -> dict:
-    """The buffers compiled programs allocate on this rank (their state
-    aside; on the GPU target device memory from the runtime's cache):
-    bytes in use now and at most since the last reset_peak_memory_stats()
-    (or the start)."""
-    live, peak = device().memory()
-    return {"live_bytes": live, "peak_bytes": peak}
-
-
 def reset_peak_memory_stats():
-    """Starts memory_stats()'s peak from the bytes in use now."""
+    """Starts memory_stats()'s transient peak from the bytes in use now."""
     device().reset_peak_memory()
 
 

@@ -59,11 +59,15 @@ def main():
         stats = spmd.memory_stats()
         spmd.reset_peak_memory_stats()
         after = spmd.memory_stats()
-        ok = stats["peak_bytes"] > 0 and stats["live_bytes"] == 0 and \
-            after["peak_bytes"] == after["live_bytes"] == 0
-        print(f"device memory: peak {stats['peak_bytes']} B, live "
+        ok = stats["transient_peak_bytes"] > 0 and \
+            stats["live_bytes"] == 0 and \
+            after["transient_peak_bytes"] == after["live_bytes"] == 0 and \
+            stats["peak_bytes"] == stats["state_bytes"] + \
+            stats["transient_peak_bytes"]
+        print(f"device memory: peak {stats['transient_peak_bytes']} B, live "
               f"{stats['live_bytes']} B; after a reset peak "
-              f"{after['peak_bytes']} B: " + ("OK" if ok else "WRONG"))
+              f"{after['transient_peak_bytes']} B: "
+              + ("OK" if ok else "WRONG"))
 
 
 def build_cuda():

@@ -52,7 +52,7 @@ def run(reshard, rank, world):
             spmd.reset_peak_memory_stats()
         loss = compiled(model, opt, x[part], y[part])
         worst = max(worst, abs(loss.item() - step(ref, ref_opt, x, y).item()))
-    peak = spmd.memory_stats()["peak_bytes"]
+    peak = spmd.memory_stats()["transient_peak_bytes"]
     full = spmd.full_state_dict(model)
     for k, v in ref.state_dict().items():
         worst = max(worst, (full[k] - v).abs().max().item())

@@ -239,6 +239,39 @@ def SpmdFreeAfterLastUsePass
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def SpmdPlanMemoryPass : Pass<"spmd-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Records each step's planned transient memory peak";
+  let description = [{
+    Part of `spmd-lower-to-cpu`, on buffers, right after
+    `spmd-free-after-last-use`. For each public function, walks its
+    `memref.alloc`s and `memref.dealloc`s in program order (a loop's body
+    counted once), each buffer sized as the runtime's allocator sizes it
+    (rounded up to its alignment, at least 64 bytes), and exports the plan
+    as a constant `__spmd_memory_plan_<function>` of four i64s: the most
+    bytes live at once, and, at that point, those of activations and other
+    intermediates, of whole gradients (buffers a reducing collective,
+    `spmdAllReduce*`/`spmdReduceScatter*`, reads) and of communication
+    buffers (buffers a collective writes). State is not in it: the runtime
+    knows its bytes (`spmdStateData`). The bridge reads the plan when it
+    loads a step (`spmd.memory_stats()`'s `planned_*` entries,
+    `SPMD_MEMORY_LIMIT`).
+
+    Not counted: buffers of dynamic shape (none in programs the bridge
+    traces), memory the runtime or BLAS allocate on their own.
+
+    ```mlir
+    func.func @step(...) {
+      %a = memref.alloc() : memref<1024xf32>   // 4096 bytes
+      %g = memref.alloc() : memref<256xf32>    // 1024, into spmdAllReduce
+      ...
+      memref.dealloc %a : memref<1024xf32>
+    // adds
+    llvm.mlir.global external constant @__spmd_memory_plan_step(dense<[5120, 4096, 1024, 0]> : tensor<4xi64>) : !llvm.array<4 x i64>
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def SpmdElideBufferCopiesPass
     : Pass<"spmd-elide-buffer-copies", "::mlir::func::FuncOp"> {
   let summary = "Computes values into the buffer they would be copied to";

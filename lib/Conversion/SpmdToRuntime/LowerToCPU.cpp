@@ -111,6 +111,8 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         // the GPU path yet: a free between two kernels keeps
         // spmd-gpu-fuse-kernels from fusing them).
         pm.addNestedPass<func::FuncOp>(spmd::createSpmdFreeAfterLastUsePass());
+        // The step's transient peak, ahead of time (spmd.memory_stats).
+        pm.addPass(spmd::createSpmdPlanMemoryPass());
         // libSpmdRuntime's spmdSgemm: OpenBLAS, or the BLAS the process
         // hands over (Sgemm.cpp).
         spmd::ConvertLinalgToBlasPassOptions blas;

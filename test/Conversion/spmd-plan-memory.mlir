@@ -1,0 +1,51 @@
+// RUN: spmd-opt %s --spmd-plan-memory | FileCheck %s
+// The plan: the most bytes live at once (each buffer rounded up to its
+// alignment, at least 64 bytes), and at that point activations, whole
+// gradients (read by a reducing collective), communication buffers
+// (written by a collective).
+
+// At the peak: %act (4096), %grad (1024, reduced), %out (1024, written by
+// the collective); %early (256) was freed before.
+// CHECK-DAG: llvm.mlir.global external constant @__spmd_memory_plan_step(dense<[6144, 4096, 1024, 1024]> : tensor<4xi64>)
+// A function without buffers has an all-zero plan; private ones none.
+// CHECK-DAG: llvm.mlir.global external constant @__spmd_memory_plan_empty(dense<0> : tensor<4xi64>)
+// CHECK-NOT: __spmd_memory_plan_helper
+
+func.func private @spmdAllReduceStart(i64, i64, i64, i32, i32, i64, i64) -> i64
+func.func private @spmdWait(i64)
+
+func.func @step(%x: memref<64xf32>) {
+  %c0 = arith.constant 0.0 : f32
+  %n = arith.constant 256 : i64
+  %i32 = arith.constant 0 : i32
+  %mesh = arith.constant 2 : i64
+  %early = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%c0 : f32) outs(%early : memref<64xf32>)
+  memref.dealloc %early : memref<64xf32>
+  %act = memref.alloc() : memref<1024xf32>
+  %grad = memref.alloc() : memref<256xf32>
+  %out = memref.alloc() : memref<256xf32>
+  %pi = memref.extract_aligned_pointer_as_index %grad : memref<256xf32> -> index
+  %po = memref.extract_aligned_pointer_as_index %out : memref<256xf32> -> index
+  %ai = arith.index_cast %pi : index to i64
+  %ao = arith.index_cast %po : index to i64
+  %h = func.call @spmdAllReduceStart(%ai, %ao, %n, %i32, %i32, %mesh, %mesh) : (i64, i64, i64, i32, i32, i64, i64) -> i64
+  func.call @spmdWait(%h) : (i64) -> ()
+  memref.dealloc %grad : memref<256xf32>
+  memref.dealloc %out : memref<256xf32>
+  memref.dealloc %act : memref<1024xf32>
+  // Smaller than the peak above.
+  %late = memref.alloc() : memref<16xf32>
+  memref.dealloc %late : memref<16xf32>
+  return
+}
+
+func.func @empty() {
+  return
+}
+
+func.func private @helper() {
+  %a = memref.alloc() : memref<16xf32>
+  memref.dealloc %a : memref<16xf32>
+  return
+}

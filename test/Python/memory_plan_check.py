@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""A step's memory, planned and measured, on 2 ranks: a small GPT-shaped
+model (embedding, 2 blocks of attention + MLP, tied head) with AdamW under
+replicate and fully_shard.
+
+    memory_plan_check.py stats STYLE
+                                 spmd.memory_stats() after 3 steps under
+                                 replicate or fully_shard (one per process:
+                                 state stays for the life of the process):
+                                 state by category against the model's own
+                                 sizes, the planned transient peak within
+                                 10% of the measured one
+    memory_plan_check.py limit   SPMD_MEMORY_LIMIT below the plan: the first
+                                 call is refused on every rank, nothing runs
+"""
+
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import spmd
+
+VOCAB, DIM, SEQ, HEADS = 512, 64, 32, 4
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
+        self.qkv, self.proj = nn.Linear(DIM, 3 * DIM), nn.Linear(DIM, DIM)
+        self.up, self.down = nn.Linear(DIM, 4 * DIM), nn.Linear(4 * DIM, DIM)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, HEADS, C // HEADS).transpose(1, 2)
+                   for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.down(F.gelu(self.up(self.norm2(x))))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, DIM)
+        self.blocks = nn.ModuleList([Block(), Block()])
+        self.norm = nn.LayerNorm(DIM)
+        self.head = nn.Linear(DIM, VOCAB, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, idx):
+        x = self.wte(idx)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.norm(x))
+
+
+def step(model, opt, x, y):
+    loss = F.cross_entropy(model(x).view(-1, VOCAB), y.view(-1))
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+def run(style):
+    torch.manual_seed(0)
+    model = TinyGPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    param_bytes = sum(p.numel() * 4 for p in model.parameters())
+    compiled = spmd.compile(parallel_mode=spmd.DataParallel(style))(step)
+    gen = torch.Generator().manual_seed(1)
+    rank = spmd.rank()
+    for _ in range(3):
+        x = torch.randint(0, VOCAB, (2, SEQ), generator=gen)
+        y = torch.randint(0, VOCAB, (2, SEQ), generator=gen)
+        spmd.reset_peak_memory_stats()
+        compiled(model, opt, x[rank:rank + 1], y[rank:rank + 1])
+    return spmd.memory_stats(), param_bytes
+
+
+def stats(style):
+    rank = spmd.rank()
+    if True:
+        s, param_bytes = run(style)
+        planned, measured = s["planned_transient_peak_bytes"], \
+            s["transient_peak_bytes"]
+        parts = (s["planned_activations_bytes"] + s["planned_gradients_bytes"]
+                 + s["planned_communication_bytes"])
+        checks = {
+            "planned within 10% of measured":
+                abs(planned - measured) <= 0.1 * measured,
+            "peak = state + transient":
+                s["peak_bytes"] == s["state_bytes"] + measured and
+                s["planned_peak_bytes"] == s["state_bytes"] + planned,
+            "categories add up":
+                parts == planned and s["state_bytes"] == sum(
+                    s[k] for k in ("parameters_bytes", "gradients_bytes",
+                                   "optimizer_state_bytes",
+                                   "other_state_bytes")),
+            # AdamW: two moments per parameter (and a step counter each).
+            "optimizer state = 2 x parameters":
+                2 * s["parameters_bytes"] <= s["optimizer_state_bytes"] <=
+                2 * s["parameters_bytes"] + 4 * 64,
+        }
+        if style == "replicate":
+            checks["parameters = the model's"] = \
+                s["parameters_bytes"] == param_bytes
+            checks["no collective output at the peak or some"] = \
+                s["planned_communication_bytes"] >= 0
+        else:
+            # Each rank holds the largest chunk of each parameter.
+            checks["parameters about half the model's"] = \
+                param_bytes / 2 <= s["parameters_bytes"] <= \
+                param_bytes / 2 + 4 * 64 * 32
+            checks["gathered parameters at the peak"] = \
+                s["planned_communication_bytes"] > 0
+        bad = [k for k, ok in checks.items() if not ok]
+        if rank == 0:
+            print(f"{style}: planned {planned} B, measured {measured} B, "
+                  f"state {s['state_bytes']} B: "
+                  + ("OK" if not bad else "WRONG " + ", ".join(bad)),
+                  flush=True)
+    if rank == 0:
+        print(f"{style} state bytes {s['state_bytes']}", flush=True)
+
+
+def limit():
+    try:
+        run("replicate")
+    except MemoryError as err:
+        print(f"rank {spmd.rank()}: refused: {err}", flush=True)
+        return
+    print(f"rank {spmd.rank()}: ran: WRONG", flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stats":
+        stats(sys.argv[2])
+    else:
+        limit()
