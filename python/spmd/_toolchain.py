@@ -65,7 +65,8 @@ def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024,
              regather: bool = False) -> str:
     """The pass pipeline from the wrapped global program to the local one:
     inline the traced callee, the user's `passes`, distribute, overlap,
-    bucket the collectives (`bucket_bytes` 0: none). `regather` (fully_shard
+    bucket the collectives (`bucket_bytes` 0: none), at most two gradient
+    reductions in flight. `regather` (fully_shard
     with reshard_after_forward): parameters gathered again for their
     backward uses, one parameter gather prefetched at a time."""
     text = "builtin.module(inline, symbol-dce"
@@ -78,6 +79,8 @@ def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024,
         first = min(bucket_bytes, 1024 * 1024)
         local += (f", spmd-bucket-collectives{{bucket-bytes={bucket_bytes} "
                   f"first-bucket-bytes={first}}}")
+    # Whole gradients alive at once: two reductions' worth at most.
+    local += ", spmd-bound-reductions-in-flight"
     return text + f", spmd-distribute, func.func({local}))"
 
 

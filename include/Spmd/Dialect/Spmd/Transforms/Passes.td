@@ -234,6 +234,43 @@ def SpmdRegatherParametersPass
   ];
 }
 
+def SpmdBoundReductionsInFlightPass
+    : Pass<"spmd-bound-reductions-in-flight", "::mlir::func::FuncOp"> {
+  let summary = "Waits for a reduction before later ones pile up";
+  let description = [{
+    After `spmd-overlap-collectives` and `spmd-bucket-collectives` (the
+    bridge's pipeline runs it by default). A reduction of gradients
+    (asynchronous `spmd.all_reduce` or `spmd.reduce_scatter`) is first used
+    by the optimizer at the end of the step, so overlap alone waits for all
+    of them there: every bucket's input, a whole gradient, stays alive
+    until then, and the step's peak holds every gradient whole (under
+    fully_shard twice the gradient chunks a rank keeps, for nothing). Here,
+    in the order the reductions start, the waits of the k-th move to right
+    before the start of the (k + `max-in-flight`)-th when they were later:
+    at most `max-in-flight` reductions are in flight at any point, each
+    still overlapping the backward computation of the next ones, and each
+    bucket's input is freed once its reduction is waited for. Every rank
+    moves the same waits, so the collectives' order is unchanged; results
+    and numerics are unchanged. `max-in-flight=0` leaves the waits alone.
+
+    ```mlir
+    %f0 = spmd.reduce_scatter %g0 ... -> !spmd.future<tensor<4xf32>>
+    %f1 = spmd.reduce_scatter %g1 ... -> !spmd.future<tensor<4xf32>>
+    %f2 = spmd.reduce_scatter %g2 ... -> !spmd.future<tensor<4xf32>>
+    %r0 = spmd.wait %f0 ...
+    // becomes, with max-in-flight=2
+    %f0 = spmd.reduce_scatter %g0 ...
+    %f1 = spmd.reduce_scatter %g1 ...
+    %r0 = spmd.wait %f0 ...
+    %f2 = spmd.reduce_scatter %g2 ...
+    ```
+  }];
+  let options = [
+    Option<"maxInFlight", "max-in-flight", "int64_t", "2",
+           "reductions in flight at most (0: unbounded)">
+  ];
+}
+
 def SpmdBucketCollectivesPass
     : Pass<"spmd-bucket-collectives", "::mlir::func::FuncOp"> {
   let summary = "Merges independent collectives into buckets run at once";
