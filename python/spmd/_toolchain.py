@@ -79,8 +79,10 @@ def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024,
         first = min(bucket_bytes, 1024 * 1024)
         local += (f", spmd-bucket-collectives{{bucket-bytes={bucket_bytes} "
                   f"first-bucket-bytes={first}}}")
-    # Whole gradients alive at once: two reductions' worth at most.
-    local += ", spmd-bound-reductions-in-flight"
+    # Whole gradients alive at once: two reductions' worth at most
+    # (SPMD_MAX_IN_FLIGHT; 0: as many as overlap leaves).
+    in_flight = os.environ.get("SPMD_MAX_IN_FLIGHT", "2")
+    local += f", spmd-bound-reductions-in-flight{{max-in-flight={in_flight}}}"
     return text + f", spmd-distribute, func.func({local}))"
 
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Conversion/Passes.h"
+#include "Spmd/Runtime/HostBlockSize.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,24 +28,24 @@ using namespace mlir;
 
 namespace {
 
-struct PlanMemory : spmd::impl::SpmdPlanMemoryPassBase<PlanMemory> {
+struct PlanMemory : mlir::spmd::impl::SpmdPlanMemoryPassBase<PlanMemory> {
   void runOnOperation() override;
 };
 
 /// What a transient buffer is for.
 enum Category { Activations = 0, Gradients = 1, Communication = 2 };
 
-/// The bytes the runtime's allocator hands out for `alloc` (rounded up to
-/// its alignment, at least a cache line, as HostAllocator.cpp does); 0 for
-/// a dynamic shape, which the plan cannot size.
+/// The bytes the runtime's allocator hands out for `alloc` (its block
+/// size: HostBlockSize.h); 0 for a dynamic shape, which the plan cannot
+/// size.
 int64_t allocatedBytes(memref::AllocOp alloc) {
   MemRefType type = alloc.getType();
   if (!type.hasStaticShape())
     return 0;
   int64_t bytes = type.getNumElements() *
                   ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-  int64_t alignment = std::max<int64_t>(64, alloc.getAlignment().value_or(64));
-  return (std::max<int64_t>(bytes, 1) + alignment - 1) / alignment * alignment;
+  return static_cast<int64_t>(::spmd::runtime::hostBlockBytes(
+      static_cast<uint64_t>(bytes), alloc.getAlignment().value_or(64)));
 }
 
 /// Whether `callee` is a collective of the runtime, and whether it reduces.
