@@ -5,19 +5,23 @@ reads the local program back with `spmd-opt --spmd-report-collectives`:
 per parameter its placement and the collectives that reduce its gradient,
 every collective of a step (kind, group, bytes per rank, overlapped or
 not), the compile phases' times, and where each stage's MLIR was kept
-(`SPMD_DUMP=DIR`, or a new directory). Nothing is built or executed, and
-the model and optimizer are not changed.
+(`SPMD_DUMP=DIR`, or a new directory), and on the CPU target the memory
+plan: the local program lowered as its build would lower it, up to the
+LLVM dialect, where spmd-plan-memory left its planned peak. Nothing is
+built or executed, and the model and optimizer are not changed.
 """
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List
 
-from . import _progress, _runtime, _toolchain
+from . import _device, _memory, _progress, _runtime, _toolchain
+from ._program import ENTRY
 
 
 @dataclass
@@ -34,6 +38,11 @@ class Explanation:
     stages: Dict[str, str] = field(default_factory=dict)
     # Threads per rank for BLAS and kernels, and why (_runtime.threads).
     threads: str = ""
+    # The memory plan of one rank (CPU target): bytes of "state", its
+    # "parameters", "gradients", "optimizer_state", "other"; the planned
+    # "transient_peak" and its "activations", "whole_gradients",
+    # "communication"; "peak" (state + transient) and the "limit".
+    memory: Dict[str, int] = field(default_factory=dict)
 
     def collectives_of(self, name: str) -> List[dict]:
         """The collectives whose results reach state `name`."""
@@ -81,6 +90,18 @@ class Explanation:
                 f"{' '.join(c['types'])} {c['bytes']} B"
                 f"{' (overlapped)' if c['async'] else ''}"
                 f" -> {', '.join(c['feeds']) or '-'}")
+        if self.memory:
+            m = self.memory
+            mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731
+            lines.append(
+                f"memory plan per rank: peak {mib(m['peak'])} of a limit of "
+                f"{mib(m['limit'])} = state {mib(m['state'])} (parameters "
+                f"{mib(m['parameters'])}, gradients {mib(m['gradients'])}, "
+                f"optimizer state {mib(m['optimizer_state'])}, other "
+                f"{mib(m['other'])}) + transient {mib(m['transient_peak'])} "
+                f"at its peak (activations {mib(m['activations'])}, whole "
+                f"gradients {mib(m['whole_gradients'])}, communication "
+                f"{mib(m['communication'])})")
         lines.append("compile phases (s): " + ", ".join(
             f"{k} {v:.2f}" for k, v in self.compile_times.items()))
         for stage, path in self.stages.items():
@@ -136,12 +157,28 @@ def explain(step, *args, **kwargs) -> Explanation:
         local = _report(spmd_opt,
                         _toolchain.distribute(program.text, pipeline, where))
         global_ = _states(_report(spmd_opt, where / "global.mlir"))
+        plan = None
+        if _runtime.target() == _device.CPU:
+            with _progress.phase("memory plan (spmd-lower-to-cpu)"):
+                plan = _plan(spmd_opt, where)
     state = {}
     for name, s in _states(local).items():
         g = global_.get(name, s)["type"]
         state[name] = {"role": s["role"], "local": s["type"], "global": g,
                        "placement": _placement(s["type"], g),
                        "bytes": s["bytes"]}
+    memory = {}
+    if plan is not None:
+        categories = {"parameters": 0, "gradients": 0, "optimizer_state": 0,
+                      "other": 0}
+        for s in state.values():
+            key = _memory.CATEGORY.get(s["role"], "other")
+            categories[key] += s["bytes"]
+        total = sum(categories.values())
+        memory = dict(categories, state=total, transient_peak=plan[0],
+                      activations=plan[1], whole_gradients=plan[2],
+                      communication=plan[3], peak=total + plan[0],
+                      limit=_memory.memory_limit())
     result = Explanation(
         threads=_runtime.threads(),
         world=_runtime.world_size(),
@@ -150,7 +187,25 @@ def explain(step, *args, **kwargs) -> Explanation:
         collectives=[e for e in local if e["kind"] == "collective"],
         compile_times=log.as_dict(),
         stages={"global program": str(where / "global.mlir"),
-                "local program": str(where / "local.mlir")})
+                "local program": str(where / "local.mlir")},
+        memory=memory)
     if _runtime.rank() == 0:
         print(result, flush=True)
     return result
+
+
+def _plan(spmd_opt: Path, where: Path):
+    """The entry's memory plan (transient peak, activations, whole
+    gradients, communication), from the local program lowered to the LLVM
+    dialect as its build would lower it (where/llvm.mlir)."""
+    tool, lowering = _toolchain.LOWERING["cpu"]
+    _toolchain._run([spmd_opt.parent / tool, where / "local.mlir", *lowering,
+                     "-o", where / "llvm.mlir"], f"{tool} {lowering[0]}",
+                    where)
+    text = (where / "llvm.mlir").read_text()
+    match = re.search(r"@__spmd_memory_plan_" + re.escape(ENTRY)
+                      + r"\(dense<(\[[-0-9, ]+\]|-?[0-9]+)>", text)
+    if not match:
+        return None
+    values = json.loads(match.group(1))
+    return values if isinstance(values, list) else [values] * 4

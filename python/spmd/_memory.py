@@ -15,7 +15,7 @@ import os
 from . import _runtime
 
 # spmd.state roles by the category memory_stats() reports them under.
-_CATEGORY = {"param": "parameters", "gradient": "gradients",
+CATEGORY = {"param": "parameters", "gradient": "gradients",
              "optimizer_state": "optimizer_state"}
 
 
@@ -32,7 +32,7 @@ def state_bytes() -> dict:
         name = lib.spmdStateName(i)
         lib.spmdStateData(name, ctypes.byref(size))
         role = STATE_ROLES.get(name.decode(), "")
-        totals[_CATEGORY.get(role, "other")] += size.value
+        totals[CATEGORY.get(role, "other")] += size.value
     totals["total"] = sum(totals.values())
     return totals
 

@@ -85,6 +85,13 @@ ran = re.findall(r"= spmd\.(all_reduce|all_gather|reduce_scatter|all_to_all"
                  r"|broadcast) .*: (tensor<[^>]*>)", local)
 explained = [(c["op"], c["types"][0]) for c in report.collectives]
 assert ran == explained, (ran, explained)
+# The memory plan explain printed is the one the step then ran with.
+stats = spmd.memory_stats()
+m = report.memory
+assert m["transient_peak"] == stats["planned_transient_peak_bytes"], (
+    m, stats)
+assert m["state"] == stats["state_bytes"], (m, stats)
+assert m["peak"] == m["state"] + m["transient_peak"] <= m["limit"], m
 print(f"rank {rank}: {len(params)} parameters, "
       f"{len(report.collectives)} collectives, "
       f"{sum(c['bytes'] for c in report.collectives)} bytes per step, "
