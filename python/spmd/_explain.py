@@ -159,8 +159,7 @@ def explain(step, *args, **kwargs) -> Explanation:
         global_ = _states(_report(spmd_opt, where / "global.mlir"))
         plan = None
         if _runtime.target() == _device.CPU:
-            with _progress.phase("memory plan (spmd-lower-to-cpu)"):
-                plan = _plan(spmd_opt, where)
+            plan = _plan(spmd_opt, where)
     state = {}
     for name, s in _states(local).items():
         g = global_.get(name, s)["type"]
