@@ -7,6 +7,9 @@
 // At the peak: %act (4096), %grad (1024, reduced), %out (1024, written by
 // the collective); %early (256) was freed before.
 // CHECK-DAG: llvm.mlir.global external constant @__spmd_memory_plan_step(dense<[6144, 4096, 1024, 1024]> : tensor<4xi64>)
+// Element sizes from the data layout: 100 indices are 800 bytes (832 with
+// the 64-byte rounding), not a crash.
+// CHECK-DAG: llvm.mlir.global external constant @__spmd_memory_plan_indices(dense<[832, 832, 0, 0]> : tensor<4xi64>)
 // A function without buffers has an all-zero plan; private ones none.
 // CHECK-DAG: llvm.mlir.global external constant @__spmd_memory_plan_empty(dense<0> : tensor<4xi64>)
 // CHECK-NOT: __spmd_memory_plan_helper
@@ -37,6 +40,12 @@ func.func @step(%x: memref<64xf32>) {
   // Smaller than the peak above.
   %late = memref.alloc() : memref<16xf32>
   memref.dealloc %late : memref<16xf32>
+  return
+}
+
+func.func @indices() {
+  %a = memref.alloc() : memref<100xindex>
+  memref.dealloc %a : memref<100xindex>
   return
 }
 

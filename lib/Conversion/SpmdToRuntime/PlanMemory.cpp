@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
 
 namespace mlir::spmd {
 #define GEN_PASS_DEF_SPMDPLANMEMORYPASS
@@ -37,13 +38,16 @@ enum Category { Activations = 0, Gradients = 1, Communication = 2 };
 
 /// The bytes the runtime's allocator hands out for `alloc` (its block
 /// size: HostBlockSize.h); 0 for a dynamic shape, which the plan cannot
-/// size.
-int64_t allocatedBytes(memref::AllocOp alloc) {
+/// size. Element sizes come from the data layout (an `index` is 64 bits on
+/// the CPU path).
+int64_t allocatedBytes(memref::AllocOp alloc, const DataLayout &layout) {
   MemRefType type = alloc.getType();
   if (!type.hasStaticShape())
     return 0;
-  int64_t bytes = type.getNumElements() *
-                  ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  int64_t bytes =
+      type.getNumElements() *
+      static_cast<int64_t>(
+          layout.getTypeSize(type.getElementType()).getFixedValue());
   return static_cast<int64_t>(::spmd::runtime::hostBlockBytes(
       static_cast<uint64_t>(bytes), alloc.getAlignment().value_or(64)));
 }
@@ -89,12 +93,15 @@ Category categoryOf(memref::AllocOp alloc) {
 
 /// The plan of one function: the peak and its split by category.
 struct Plan {
+  explicit Plan(const DataLayout &layout) : layout(layout) {}
+
+  const DataLayout &layout;
   int64_t live = 0, peak = 0;
   std::array<int64_t, 3> byCategory{}, atPeak{};
   llvm::DenseMap<Value, std::pair<int64_t, Category>> buffers;
 
   void allocate(memref::AllocOp alloc) {
-    int64_t bytes = allocatedBytes(alloc);
+    int64_t bytes = allocatedBytes(alloc, layout);
     Category c = categoryOf(alloc);
     buffers[alloc.getResult()] = {bytes, c};
     live += bytes;
@@ -130,10 +137,11 @@ void PlanMemory::runOnOperation() {
   ModuleOp module = getOperation();
   OpBuilder b(module.getContext());
   b.setInsertionPointToEnd(module.getBody());
+  DataLayout layout(module);
   for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>())) {
     if (fn.isExternal() || fn.isPrivate())
       continue;
-    Plan plan;
+    Plan plan(layout);
     plan.walk(fn.getBody());
     // {peak, activations, gradients, communication} at the peak.
     SmallVector<int64_t> values{plan.peak, plan.atPeak[Activations],
