@@ -24,11 +24,14 @@ loss against eager's. The floor is the step's useful matmul FLOPs per rank
 at the single-thread sgemm rate measured in this run. `--load` runs every
 mode again with one busy process per core beside it and prints each mode's
 slowdown. `--depth 2,6,12` prints spmd's cold and cached first call per
-number of layers (compile time against depth).
+number of layers (compile time against depth). `--size large` is GPT-2
+large (774M parameters: 36 layers, 20 heads, d=1280), whose replicated
+AdamW state (12.4 GB per rank) does not fit two ranks in 24 GiB: by
+default it runs eager, FSDP2 and spmd fully_shard.
 
     python3 bench/gpt2.py [--seq 128] [--batch 4] [--ranks 2] [--steps 3]
                           [--layers 12] [--modes eager,ddp,...] [--load]
-                          [--depth 2,6,12,24]
+                          [--depth 2,6,12,24] [--size 124m|large]
 """
 
 import argparse
@@ -45,6 +48,10 @@ T_START = time.perf_counter()
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ["eager", "ddp", "fsdp2", "compile-ddp", "spmd-replicate",
          "spmd-fully_shard"]
+# GPT-2 sizes: blocks, heads, width, the modes run by default.
+SIZES = {"124m": dict(layers=12, heads=12, dim=768, modes=",".join(MODES)),
+         "large": dict(layers=36, heads=20, dim=1280,
+                       modes="eager,fsdp2,spmd-fully_shard")}
 TORCHRUN = {"ddp", "fsdp2", "compile-ddp"}
 NAMES = {"eager": "eager, 1 process, whole batch", "ddp": "DDP (gloo)",
          "fsdp2": "FSDP2 (fully_shard per block)",
@@ -182,7 +189,7 @@ def worker(args):
     mode = args.worker
     import_done = time.perf_counter()
     world, rank = 1, 0
-    model = gpt2(layers=args.layers)
+    model = gpt2(layers=args.layers, heads=args.heads, dim=args.dim)
     step = train_step
     if mode.startswith("spmd"):
         import spmd
@@ -244,6 +251,7 @@ def launch(mode, args, tmp, env, tag=""):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", mode,
            "--seq", str(args.seq), "--batch", str(args.batch),
            "--steps", str(args.steps), "--layers", str(args.layers),
+           "--heads", str(args.heads), "--dim", str(args.dim),
            "--out", out]
     ranks = 1 if mode == "eager" else args.ranks
     if mode in TORCHRUN:
@@ -318,9 +326,9 @@ def table(args, runs, gflops, title):
                  "rel.)" if eager else "n/a"]
         print("| " + " | ".join(cells) + " |")
     rows = args.batch // args.ranks
-    floor = useful_flops(args.layers, 768, 50257, args.seq, rows) / (
+    floor = useful_flops(args.layers, args.dim, 50257, args.seq, rows) / (
         gflops * 1e9)
-    gflop = useful_flops(args.layers, 768, 50257, args.seq, rows) / 1e9
+    gflop = useful_flops(args.layers, args.dim, 50257, args.seq, rows) / 1e9
     print(f"floor: {gflop:.0f} GFLOP per rank per step at {gflops:.0f} "
           f"GFLOP/s (one core's sgemm, measured now) = {floor:.2f} s")
     t = {m: slow(rs, "median") for m, rs in runs.items() if rs}
@@ -349,8 +357,13 @@ def main():
     ap.add_argument("--batch", type=int, default=4, help="global batch")
     ap.add_argument("--ranks", type=int, default=2, choices=[2, 4])
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--modes", default=None,
+                    help="default: every mode (124m), eager,fsdp2,"
+                    "spmd-fully_shard (large)")
+    ap.add_argument("--size", default="124m", choices=list(SIZES))
+    ap.add_argument("--heads", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--dim", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--load", action="store_true")
     ap.add_argument("--depth", default="",
                     help="comma-separated layer counts: spmd replicate's "
@@ -358,12 +371,18 @@ def main():
     ap.add_argument("--worker")
     ap.add_argument("--out")
     args = ap.parse_args()
+    size = SIZES[args.size]
+    if args.heads is None:
+        args.heads, args.dim = size["heads"], size["dim"]
+        if args.layers is None:
+            args.layers = size["layers"]
     if args.worker:
         worker(args)
         return
-    modes = [m for m in args.modes.split(",") if m]
+    modes = [m for m in (args.modes or size["modes"]).split(",") if m]
     gflops = sgemm_gflops()
-    print(f"GPT-2 ({args.layers} layers, d=768, 12 heads, vocabulary 50257, "
+    print(f"GPT-2 ({args.layers} layers, d={args.dim}, {args.heads} heads, "
+          f"vocabulary 50257, "
           f"tied head, SDPA causal, AdamW decay/no-decay), sequence "
           f"{args.seq}, global batch {args.batch}, {args.ranks} ranks, "
           f"{multiprocessing.cpu_count()} cores")

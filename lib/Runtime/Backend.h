@@ -72,6 +72,14 @@ public:
   /// Whether `request` completed; false with `error` set when it failed.
   virtual bool test(Request &request, std::string &error) = 0;
 
+  /// Tells every other rank, without waiting, that this one leaves the job
+  /// and why (`why`: one line). A backend without a side channel for it
+  /// says nothing (its peers then meet the timeout or a failed transport).
+  virtual void announceLeaving(const std::string &why) {}
+  /// Whether another rank announced that it left (announceLeaving): which
+  /// rank, and why.
+  virtual bool peerLeft(int &rank, std::string &why) { return false; }
+
   /// Takes every rank of the job down (never returns).
   [[noreturn]] virtual void abortJob() = 0;
   /// Ends the backend (the runtime then reports itself uninitialized).

@@ -84,7 +84,13 @@ MPI_Op mpiOp(int32_t kind) {
 class MpiBackend : public Backend {
 public:
   MpiBackend(bool ownsMpi)
-      : ownsMpi(ownsMpi), worldGroup(MPI_COMM_WORLD, false) {}
+      : ownsMpi(ownsMpi), worldGroup(MPI_COMM_WORLD, false) {
+    // Notices of ranks that leave come on a communicator of their own, so
+    // that they never match a collective's messages.
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &notices) == MPI_SUCCESS)
+      MPI_Irecv(notice, sizeof(notice) - 1, MPI_CHAR, MPI_ANY_SOURCE, 0,
+                notices, &noticeRecv);
+  }
 
   const char *name() const override { return "MPI"; }
   int worldRank() const override { return worldGroup.rank; }
@@ -169,6 +175,35 @@ public:
     return done;
   }
 
+  void announceLeaving(const std::string &why) override {
+    if (notices == MPI_COMM_NULL)
+      return;
+    std::string text = why.substr(0, sizeof(notice) - 2);
+    for (int peer = 0; peer < worldGroup.size; ++peer) {
+      if (peer == worldGroup.rank)
+        continue;
+      // Small: sent eagerly; freed here, completed by MPI in the background.
+      MPI_Request request;
+      if (MPI_Isend(text.c_str(), static_cast<int>(text.size() + 1), MPI_CHAR,
+                    peer, 0, notices, &request) == MPI_SUCCESS)
+        MPI_Request_free(&request);
+    }
+  }
+
+  bool peerLeft(int &rank, std::string &why) override {
+    if (leftRank < 0 && noticeRecv != MPI_REQUEST_NULL) {
+      int done = 0;
+      MPI_Status status;
+      if (MPI_Test(&noticeRecv, &done, &status) == MPI_SUCCESS && done)
+        leftRank = status.MPI_SOURCE;
+    }
+    if (leftRank < 0)
+      return false;
+    rank = leftRank;
+    why = notice;
+    return true;
+  }
+
   [[noreturn]] void abortJob() override {
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::abort();
@@ -177,13 +212,25 @@ public:
   void finalize() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (ownsMpi && !finalized)
+    if (finalized)
+      return;
+    if (noticeRecv != MPI_REQUEST_NULL) {
+      MPI_Cancel(&noticeRecv);
+      MPI_Wait(&noticeRecv, MPI_STATUS_IGNORE);
+    }
+    if (ownsMpi)
       MPI_Finalize();
   }
 
 private:
   bool ownsMpi;
   MpiGroup worldGroup;
+  /// A duplicate of the world for leave notices, the receive posted for
+  /// the next one, its text, and the rank it came from (-1: none yet).
+  MPI_Comm notices = MPI_COMM_NULL;
+  MPI_Request noticeRecv = MPI_REQUEST_NULL;
+  char notice[512] = {};
+  int leftRank = -1;
 };
 
 } // namespace

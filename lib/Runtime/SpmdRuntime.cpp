@@ -16,7 +16,6 @@
 #include "StateRegistry.h"
 #include "ThreadBudget.h"
 
-#include <malloc.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -29,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -76,6 +76,10 @@ struct Runtime {
   int threads = 0;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Group>> groups;
   spmd::runtime::StateRegistry states;
+  /// The step this rank is in (spmdSetStep; -1: never set), and whether it
+  /// told the others it leaves (spmdAnnounceLeaving).
+  int64_t step = -1;
+  bool announced = false;
 };
 
 // OpenBLAS's thread control, when the BLAS linked is OpenBLAS.
@@ -134,6 +138,13 @@ void waitTimed(Request &request, const char *call, int64_t meshShape,
   Runtime &r = rt();
   double timeout = r.timeout;
   std::string error;
+  // When another rank announced it left: since when. The wait goes on for
+  // a grace period (the leaving rank may have sent its part of this very
+  // collective before it left), then the job ends naming it.
+  constexpr double kLeftGraceSeconds = 2;
+  std::optional<Clock::time_point> leftSince;
+  int leftRank = -1;
+  std::string leftWhy;
   for (unsigned spins = 0;; ++spins) {
     if (r.backend->test(request, error))
       return;
@@ -143,6 +154,21 @@ void waitTimed(Request &request, const char *call, int64_t meshShape,
     // then yield the core to the ranks it is waiting for.
     if (spins < 1024)
       continue;
+    if (!leftSince && r.backend->peerLeft(leftRank, leftWhy))
+      leftSince = Clock::now();
+    if (leftSince &&
+        std::chrono::duration<double>(Clock::now() - *leftSince).count() >
+            kLeftGraceSeconds) {
+      std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
+      std::string step = r.step >= 0
+                             ? " (this rank has started " +
+                                   std::to_string(r.step) + " compiled steps)"
+                             : "";
+      fail(call,
+           "rank %d left the job (%s) while this rank waits for it in a "
+           "collective of %s%s: ending the job",
+           leftRank, leftWhy.c_str(), where.c_str(), step.c_str());
+    }
     double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (timeout > 0 && waited > timeout) {
       std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
@@ -346,11 +372,10 @@ void spmdInit(void) {
   r.threads = spmd::runtime::threadBudget().threads;
   if (r.threads > 0 && openblas_set_num_threads)
     openblas_set_num_threads(r.threads);
-  // A train step allocates and frees the same large buffers every step; by
-  // default glibc serves those with mmap/munmap, so every step pays page
-  // faults on fresh memory. Keep them in the heap to be reused instead.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // No mallopt: the compiled programs' buffers come from HostAllocator.cpp
+  // (its own cache and mappings), and raising glibc's mmap and trim
+  // thresholds, as this once did, kept every tensor the host freed (a
+  // model's replaced parameters) resident in the heap.
   const char *check = std::getenv("SPMD_RUNTIME_CHECK");
   r.checkCalls = check && *check && std::strcmp(check, "0") != 0;
   std::string job = std::string("the ") + r.backend->name() + " runtime";
@@ -367,10 +392,26 @@ void spmdInit(void) {
   }
 }
 
+void spmdSetStep(int64_t step) { rt().step = step; }
+
+void spmdAnnounceLeaving(const char *why) {
+  Runtime &r = rt();
+  if (!r.initialized || r.announced)
+    return;
+  r.announced = true;
+  r.backend->announceLeaving(why ? why : "");
+}
+
 void spmdFinalize(void) {
   Runtime &r = rt();
   if (!r.initialized)
     fail("spmdFinalize", "the runtime is not initialized");
+  if (!r.announced) {
+    std::string why = "it finalized the runtime";
+    if (r.step >= 0)
+      why += " after " + std::to_string(r.step) + " compiled steps";
+    spmdAnnounceLeaving(why.c_str());
+  }
   r.groups.clear();
   r.pending.clear();
   r.initialized = false;

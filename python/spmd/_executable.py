@@ -113,6 +113,9 @@ class Executable:
         for s in program.states:
             if s.role != "output" and not s.sharded:
                 _runtime.broadcast_(self.views[s.name], DTYPE_CODE[s.dtype])
+        # The parameters the model was built with, and the trace's
+        # garbage, are free now: hand their heap back.
+        _memory.release_freed_host_memory()
 
     def _adopt_state(self, agree=False):
         """Copies the current values in, then points the model and the
@@ -287,6 +290,7 @@ class Executable:
             ptr = self.device.input_address(i, t)
             args += [ptr, ptr, 0, *t.shape, *t.stride()]
         self.device.before_step()
+        _runtime.note_step()
         _LAST_PLAN[0] = self.plan
         self.entry(*args)
         self.device.after_step()

@@ -74,6 +74,21 @@ def memory_stats() -> dict:
     return stats
 
 
+def release_freed_host_memory():
+    """Returns the host memory Python and torch freed to the system: glibc
+    keeps freed heap blocks in the process (a model's parameters, built
+    before the first call and replaced by the program's state, stayed ~900
+    MiB of resident heap on GPT-2 124M). No-op without glibc."""
+    import gc
+    gc.collect()
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    if hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
+
+
 def _local_ranks() -> int:
     for var in ("OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE",
                 "MPI_LOCALNRANKS"):

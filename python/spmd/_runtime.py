@@ -127,7 +127,11 @@ def runtime(hint=None):
             # exchange would need).
             _use_torch_store(lib)
         lib.spmdInit()
-    atexit.register(lib.spmdFinalize)
+    lib.spmdSetStep.argtypes = [ctypes.c_int64]
+    lib.spmdSetStep.restype = None
+    lib.spmdAnnounceLeaving.argtypes = [ctypes.c_char_p]
+    lib.spmdAnnounceLeaving.restype = None
+    atexit.register(_leave, lib)
     lib.spmdThreads.restype = ctypes.c_int32
     lib.spmdThreads.argtypes = []
     _size_threads(lib.spmdThreads())
@@ -135,6 +139,31 @@ def runtime(hint=None):
     _device_target = device_target
     _report_uncaught_exceptions(lib)
     return lib
+
+
+# Compiled steps this process called (spmdSetStep: the runtime names the
+# step in the messages that end the job).
+_steps = 0
+
+
+def note_step():
+    """Counts a call of a compiled step (before it runs)."""
+    global _steps
+    _steps += 1
+    if _lib is not None:
+        _lib.spmdSetStep(_steps)
+
+
+def _leave(lib):
+    """At interpreter exit: tells the other ranks this one leaves (a rank
+    still waiting for it in a collective ends the job within seconds,
+    naming it), then ends the runtime."""
+    if lib.spmdIsInitialized():
+        lib.spmdAnnounceLeaving(
+            f"its Python process exited, by sys.exit or at the end of its "
+            f"script, after {_steps} compiled step{'s' if _steps != 1 else ''}"
+            .encode())
+        lib.spmdFinalize()
 
 
 def _size_threads(threads: int):

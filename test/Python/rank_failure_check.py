@@ -8,11 +8,15 @@ trace: rank 1 raises while its first call is traced (rank 0 goes on to
 after-step: rank 1 raises in user code right after a step; rank 0 calls
     the next step and waits in its collectives.
 all-ranks: every rank raises the same error; it is printed once.
+exit-0, exit-1: rank 1 calls sys.exit(0) / sys.exit(1) after its second
+    step; rank 0 calls the third and waits in its collectives.
+os-exit: the same with os._exit(0) (no interpreter exit, no atexit).
 launcher: prints spmd.world_size() (run under torchrun with MPI forced:
     must fail instead).
 backend: prints the rank, the size and the runtime's backend.
 """
 
+import os
 import sys
 
 import torch
@@ -51,6 +55,10 @@ def main(case):
         step(model, opt, x, y)
         if case == "after-step" and rank == 1:
             raise ValueError(f"rank 1 failed after step {i}")
+        if i == 1 and rank == 1 and case in ("exit-0", "exit-1"):
+            sys.exit(int(case[-1]))
+        if i == 1 and rank == 1 and case == "os-exit":
+            os._exit(0)
     print(f"rank {rank}: finished")
 
 

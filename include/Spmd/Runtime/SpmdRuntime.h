@@ -66,6 +66,15 @@ void spmdInit(void);
 /* Frees groups and ends the backend (finalizes MPI if spmdInit initialized
  * it). */
 void spmdFinalize(void);
+/* Tells the other ranks that this one leaves the job, and why (one line):
+ * a rank that waits in a collective this one will never join then ends the
+ * job within seconds, naming it, instead of waiting out SPMD_TIMEOUT (the
+ * MPI backend; others say nothing). spmdFinalize announces it when the host
+ * did not; once per process. */
+void spmdAnnounceLeaving(const char *why);
+/* The step this rank is in (the Python bridge counts its calls), named in
+ * the messages that end the job. */
+void spmdSetStep(int64_t step);
 int32_t spmdIsInitialized(void);
 int32_t spmdWorldRank(void);
 int32_t spmdWorldSize(void);

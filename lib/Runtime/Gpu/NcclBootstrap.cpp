@@ -376,6 +376,12 @@ void spmdFinalize(void) {
   r.initialized = false;
 }
 
+// NCCL has no side channel here for a rank that leaves: the communication
+// stream's watchdog (SPMD_TIMEOUT, failed peers) ends the job instead.
+void spmdAnnounceLeaving(const char *) {}
+
+void spmdSetStep(int64_t) {}
+
 void spmdUseStore(SpmdStoreSet set, SpmdStoreGet get, SpmdStoreWait wait) {
   if (rt().initialized)
     spmd::gpu::fail("spmdUseStore", "called after spmdInit");
