@@ -394,6 +394,15 @@ public:
       return false;
     if (!job.error.empty()) {
       error = "Gloo: " + job.error;
+      // A peer's socket closed: under torchrun the usual cause is a rank
+      // that exited (sys.exit, a crash) while this one waits for it.
+      for (const char *closed : {"Connection reset", "Connection closed",
+                                 "closed by peer", "Broken pipe"})
+        if (job.error.find(closed) != std::string::npos) {
+          error += " (another rank's connection closed: it left the job or "
+                   "crashed; its own output says why)";
+          break;
+        }
       return false;
     }
     return true;

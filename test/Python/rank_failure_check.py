@@ -11,12 +11,14 @@ all-ranks: every rank raises the same error; it is printed once.
 exit-0, exit-1: rank 1 calls sys.exit(0) / sys.exit(1) after its second
     step; rank 0 calls the third and waits in its collectives.
 os-exit: the same with os._exit(0) (no interpreter exit, no atexit).
+sigterm, sigkill: rank 1 sends itself the signal after its second step.
 launcher: prints spmd.world_size() (run under torchrun with MPI forced:
     must fail instead).
 backend: prints the rank, the size and the runtime's backend.
 """
 
 import os
+import signal
 import sys
 
 import torch
@@ -59,6 +61,8 @@ def main(case):
             sys.exit(int(case[-1]))
         if i == 1 and rank == 1 and case == "os-exit":
             os._exit(0)
+        if i == 1 and rank == 1 and case in ("sigterm", "sigkill"):
+            os.kill(os.getpid(), getattr(signal, case.upper()))
     print(f"rank {rank}: finished")
 
 
