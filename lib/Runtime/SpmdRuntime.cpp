@@ -196,6 +196,14 @@ void checkType(int32_t dtype, const char *call) {
     fail(call, "unknown element type code %d", dtype);
 }
 
+/// Takes SPMD_INPUT_STAYS off `dtype`: whether the caller promised that the
+/// input stays allocated and unwritten until the wait.
+bool inputStays(int32_t &dtype) {
+  bool stays = (dtype & SPMD_INPUT_STAYS) != 0;
+  dtype &= ~int32_t(SPMD_INPUT_STAYS);
+  return stays;
+}
+
 void checkKind(int32_t kind, const char *call) {
   if (kind < SPMD_SUM || kind > SPMD_PROD)
     fail(call, "unknown reduction kind %d", kind);
@@ -453,6 +461,7 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
                            int32_t dtype, int32_t kind, int64_t meshShape,
                            int64_t axesMask) {
   const char *call = "all_reduce";
+  bool stays = inputStays(dtype);
   checkType(dtype, call);
   checkKind(kind, call);
   Group &group = groupOf(meshShape, axesMask, call);
@@ -471,10 +480,16 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
     p.finish = roundBack(out, static_cast<size_t>(count), dtype, kind, n);
     return track(std::move(p));
   }
-  p.send.assign(static_cast<char *>(ptr(in)),
-                static_cast<char *>(ptr(in)) +
-                    count * spmd::runtime::elementSize(dtype));
-  p.request = rt().backend->allReduce(group, p.send.data(), ptr(out),
+  // The input in place when it stays (and is not the output), else a copy
+  // (the caller may free or overwrite it before the wait).
+  const void *send = ptr(in);
+  if (!stays || in == out) {
+    p.send.assign(static_cast<char *>(ptr(in)),
+                  static_cast<char *>(ptr(in)) +
+                      count * spmd::runtime::elementSize(dtype));
+    send = p.send.data();
+  }
+  p.request = rt().backend->allReduce(group, send, ptr(out),
                                       static_cast<size_t>(count), dtype, kind);
   if (kind == SPMD_AVG)
     p.finish = [=](Pending &) { divide(ptr(out), count, dtype, n); };
@@ -485,6 +500,7 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
                            int64_t inner, int32_t dtype, int64_t meshShape,
                            int64_t axesMask) {
   const char *call = "all_gather";
+  bool stays = inputStays(dtype);
   checkType(dtype, call);
   Group &group = groupOf(meshShape, axesMask, call);
   int n = group.size;
@@ -494,8 +510,12 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
   Pending p(call, meshShape, axesMask);
   p.bytes = int64_t(chunk * elem);
   p.groupSize = n;
-  p.send.assign(static_cast<char *>(ptr(in)),
-                static_cast<char *>(ptr(in)) + chunk * elem);
+  const void *send = ptr(in);
+  if (!stays) {
+    p.send.assign(static_cast<char *>(ptr(in)),
+                  static_cast<char *>(ptr(in)) + chunk * elem);
+    send = p.send.data();
+  }
   // Whole chunks arrive rank after rank; along an inner dimension they are
   // interleaved into place when the gather completes.
   void *target = ptr(out);
@@ -511,8 +531,7 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
                       q.recv.data() + (k * chunk) * elem + o * row, row);
     };
   }
-  p.request =
-      rt().backend->allGather(group, p.send.data(), target, chunk, dtype);
+  p.request = rt().backend->allGather(group, send, target, chunk, dtype);
   return track(std::move(p));
 }
 
@@ -521,6 +540,7 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
                                int32_t kind, int64_t meshShape,
                                int64_t axesMask) {
   const char *call = "reduce_scatter";
+  bool stays = inputStays(dtype);
   checkType(dtype, call);
   checkKind(kind, call);
   Group &group = groupOf(meshShape, axesMask, call);
@@ -537,6 +557,16 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
   Pending p(call, meshShape, axesMask);
   p.bytes = outer * dim * inner * int64_t(elem);
   p.groupSize = n;
+  if (stays && outer == 1 && !isHalf(dtype)) {
+    // Already [k][part][inner]: read in place.
+    p.request = rt().backend->reduceScatter(group, ptr(in), ptr(out), chunk,
+                                            dtype, kind);
+    if (kind == SPMD_AVG)
+      p.finish = [=](Pending &) {
+        divide(ptr(out), static_cast<int64_t>(chunk), dtype, n);
+      };
+    return track(std::move(p));
+  }
   p.send.resize(chunk * n * elem);
   size_t row = static_cast<size_t>(part * inner) * elem;
   const char *src = static_cast<const char *>(ptr(in));

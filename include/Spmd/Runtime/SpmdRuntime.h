@@ -51,6 +51,12 @@ enum SpmdDType {
    * mask buffer; moved as bytes; max / min / prod reduce as or / and). */
   SPMD_BOOL = 6
 };
+/* Or'ed into the element-type code of spmdAllReduceStart,
+ * spmdAllGatherStart or spmdReduceScatterStart: the caller promises that
+ * the input buffer stays allocated and unwritten until the handle's wait,
+ * so the runtime reads it in place instead of copying it at the start
+ * (spmd-collective-inputs-in-place proves it for compiled programs). */
+enum { SPMD_INPUT_STAYS = 0x100 };
 enum SpmdReduction {
   SPMD_SUM = 0,
   SPMD_AVG = 1,
@@ -124,7 +130,8 @@ void spmdBroadcast(int64_t in, int64_t out, int64_t count, int32_t dtype,
 
 /* Asynchronous forms (MPI_I*, or Gloo on a worker thread): same arguments,
  * return a handle for spmdWait. The input is copied at the start (the caller
- * may free it); the output must stay alive until the wait. Waiting twice on a
+ * may free it) unless the element type carries SPMD_INPUT_STAYS; the output
+ * must stay alive until the wait. Waiting twice on a
  * handle is allowed (the second wait returns at once). */
 int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
                            int32_t dtype, int32_t kind, int64_t meshShape,

@@ -111,6 +111,10 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         // the GPU path yet: a free between two kernels keeps
         // spmd-gpu-fuse-kernels from fusing them).
         pm.addNestedPass<func::FuncOp>(spmd::createSpmdFreeAfterLastUsePass());
+        // Collective inputs nothing writes before the wait are read in
+        // place by the runtime (no copy at the start).
+        pm.addNestedPass<func::FuncOp>(
+            spmd::createSpmdCollectiveInputsInPlacePass());
         // The step's transient peak, ahead of time (spmd.memory_stats).
         pm.addPass(spmd::createSpmdPlanMemoryPass());
         // libSpmdRuntime's spmdSgemm: OpenBLAS, or the BLAS the process
