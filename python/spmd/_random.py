@@ -49,10 +49,36 @@ def tracing(rng):
     """Random ops traced inside draw from `rng` ([seed, offset], int64)."""
     global _current
     saved, _current = _current, _Tracing(rng)
+    saved_get, saved_set = torch.get_rng_state, torch.set_rng_state
+    torch.get_rng_state, torch.set_rng_state = _get_state, _set_state
     try:
         yield _current
     finally:
         _current = saved
+        torch.get_rng_state, torch.set_rng_state = saved_get, saved_set
+
+
+class _DrawState:
+    """What `torch.get_rng_state()` returns inside a traced step: where the
+    step's stream stands. torch.utils.checkpoint stashes it in the forward
+    and sets it back to replay a region in the backward, which then draws
+    the forward's numbers again (as torch's own generator state does)."""
+
+    def __init__(self, drawn: int):
+        self.drawn = drawn
+
+
+def _get_state():
+    return _DrawState(_current.drawn)
+
+
+def _set_state(state):
+    if not isinstance(state, _DrawState):
+        raise UnsupportedError(
+            "spmd.compile: torch.set_rng_state inside a compiled step with a "
+            "state not taken inside it (the step draws from its own Philox "
+            "stream)", hint="seed with torch.manual_seed before the call")
+    _current.drawn = state.drawn
 
 
 def _shr(x, bits):

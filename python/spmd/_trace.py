@@ -35,7 +35,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils import stateless
 from torch.utils import _pytree as pytree
 
-from . import _attention, _optimizer, _random, _sharding
+from . import _attention, _checkpointing, _optimizer, _random, _sharding
 from ._decompositions import UnsupportedError, decomposition_table
 from .placement import Placement, Replicate, Shard
 
@@ -472,7 +472,8 @@ class _Harness:
     `extras`, and the optimizer captured or traced; what it learns of the
     step's outputs lands in `result`."""
 
-    def __init__(self, fn, args, kwargs, world: int, default: Placement):
+    def __init__(self, fn, args, kwargs, world: int, default: Placement,
+                 checkpointing=False):
         leaves, spec = pytree.tree_flatten((args, kwargs))
         model, optimizer = _find_model_and_optimizer(leaves)
         named_params = dict(model.named_parameters())
@@ -517,7 +518,8 @@ class _Harness:
                                         options, self.clone_grads)
             with stateless._reparametrize_module(model, mapping,
                                                  tie_weights=True), \
-                    capture, _attention.traced_attention():
+                    capture, _attention.traced_attention(), \
+                    _checkpointing.blocks(model, checkpointing):
                 out = fn(*call_args, **call_kwargs)
             if capture.changed_after_capture():
                 raise _RetraceWithClones()
@@ -724,11 +726,12 @@ def _same(a, b) -> bool:
 
 
 def trace(fn, args, kwargs, world: int, default: Placement,
-          observe=None) -> Traced:
+          observe=None, checkpointing=False) -> Traced:
     """`world`: the ranks the batch is split over (the data-parallel axis
     of the mesh). `observe(step) -> step`: wraps the step make_fx runs (the
-    program cache's op recorder, _program_cache.py)."""
-    harness = _Harness(fn, args, kwargs, world, default)
+    program cache's op recorder, _program_cache.py). `checkpointing`: the
+    repeated blocks recomputed in the backward (_checkpointing.py)."""
+    harness = _Harness(fn, args, kwargs, world, default, checkpointing)
     params, buffers, extra, rng = harness.state()
     inputs = harness.inputs
     for attempt in range(2):
@@ -773,7 +776,7 @@ def trace(fn, args, kwargs, world: int, default: Placement,
 
 
 def run_on_fake(fn, args, kwargs, world: int, default: Placement,
-                observe) -> Traced:
+                observe, checkpointing=False) -> Traced:
     """The step run once as `trace` runs it, on fake tensors, but without
     make_fx's proxies and decompositions (a fifth of the time), for
     `observe` to see its ops. Fake tensors (unlike meta ones) are where the

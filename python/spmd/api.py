@@ -12,9 +12,9 @@ import torch
 from torch.nn.utils._named_member_accessor import NamedMemberAccessor
 from torch.utils import _pytree as pytree
 
-from . import (_device, _import_cache, _optimizer, _profile, _program,
-               _program_cache, _progress, _runtime, _sharding, _toolchain,
-               _trace)
+from . import (_checkpointing, _device, _import_cache, _optimizer, _profile,
+               _program, _program_cache, _progress, _runtime, _sharding,
+               _toolchain, _trace)
 from ._errors import UnsupportedError
 from ._executable import Executable
 from .placement import Placement, Shard
@@ -327,8 +327,10 @@ class _RandomStream:
 
 
 class CompiledStep:
-    def __init__(self, fn, module_override, passes, parallel):
+    def __init__(self, fn, module_override, passes, parallel,
+                 checkpointing=False):
         self.fn = fn
+        self.checkpointing = checkpointing
         self.random = None
         self.overrides = list(module_override or [])
         self.passes = passes
@@ -428,7 +430,7 @@ class CompiledStep:
                 self._context(leaves, model), world, mesh, data_axis,
                 sorted(layouts.items()) if layouts else None,
                 self.data_parallel.fully_shard, repr(placement), prefix,
-                index))
+                index, self.checkpointing))
             found = self._from_program_cache(ctx, args, kwargs, world_dp,
                                              placement, model)
             if found is not None:
@@ -436,7 +438,8 @@ class CompiledStep:
             recorder = _program_cache.Recorder(ctx)
         with _progress.phase("trace (make_fx)"):
             traced = _trace.trace(self.fn, args, kwargs, world_dp, placement,
-                                  observe=recorder and recorder.observe)
+                                  observe=recorder and recorder.observe,
+                                  checkpointing=self.checkpointing)
         with _progress.phase("import (torch-mlir)"):
             imported = _import_cache.import_graph(traced.graph,
                                                   _program.CALLEE)
@@ -489,7 +492,8 @@ class CompiledStep:
         with _progress.phase("trace (fake)"):
             try:
                 ran = _trace.run_on_fake(self.fn, args, kwargs, world_dp,
-                                         placement, recorder.observe)
+                                         placement, recorder.observe,
+                                         self.checkpointing)
             except Exception:  # make_fx traces it and reports what fails
                 return None
         found = _program_cache.load(ctx, recorder.key(), model,
@@ -545,7 +549,8 @@ def compile(module_override: Optional[List[Override]] = None,
             passes: Optional[str] = None,
             parallel_mode: Optional[DataParallel] = None,
             gm_transformation: Optional[Callable] = None,
-            parallel: Optional[DataParallel] = None) -> Callable:
+            parallel: Optional[DataParallel] = None,
+            activation_checkpointing=False) -> Callable:
     """Decorator: compiles a train step for the ranks of the MPI job.
 
     module_override: Override objects (submodule stand-ins, MLIR
@@ -556,6 +561,13 @@ def compile(module_override: Optional[List[Override]] = None,
     gm_transformation: a function applied to the traced FX GraphModule is
         not supported (the graph is compiled by MLIR passes instead): pass
         `passes` or an Override.transform.
+    activation_checkpointing: recompute every repeated block (the modules
+        of an nn.ModuleList / nn.Sequential of one class, a transformer's
+        layers) in the backward instead of keeping its activations: True or
+        "full" (keep only each block's inputs), "selective" (keep matrix
+        products and attention outputs, recompute the rest), False
+        (default). Regions marked with torch.utils.checkpoint are
+        recomputed in any case. Numerics are unchanged (_checkpointing.py).
 
     A model on a CUDA device (or SPMD_DEVICE=gpu) compiles for the GPU path:
     its tensors become CUDA tensors over the program's device buffers (CPU
@@ -578,6 +590,8 @@ def compile(module_override: Optional[List[Override]] = None,
                         "spmd.DataParallel or spmd.TensorParallel, got "
                         f"{type(mode).__name__}")
 
+    checkpointing = _checkpointing.check_policy(activation_checkpointing)
+
     def wrap(fn):
-        return CompiledStep(fn, module_override, passes, mode)
+        return CompiledStep(fn, module_override, passes, mode, checkpointing)
     return wrap

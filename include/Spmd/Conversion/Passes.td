@@ -755,6 +755,26 @@ def SpmdUpdateStateInPlacePass : Pass<"spmd-update-state-in-place"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def SpmdRemoveOptimizationBarriersPass
+    : Pass<"spmd-remove-optimization-barriers", "::mlir::func::FuncOp"> {
+  let summary = "Replaces each spmd.optimization_barrier by its input";
+  let description = [{
+    Part of the lowering to buffers shared by the CPU and GPU lowerings,
+    right before one-shot bufferization (which does not know the op). Up to
+    here the barriers kept CSE from merging an activation checkpointing
+    region's recomputation (in the backward) back into the forward's ops;
+    on buffers nothing merges or hoists ops any more, so the barrier goes
+    and its users read the input's buffer (no copy).
+
+    ```mlir
+    %r = spmd.optimization_barrier %x : tensor<8xf32>
+    %y = math.exp %r : tensor<8xf32>
+    // becomes
+    %y = math.exp %x : tensor<8xf32>
+    ```
+  }];
+}
+
 def SpmdPolynomialErfPass : Pass<"spmd-polynomial-erf"> {
   let summary = "Rewrites f32 math.erf as arithmetic LLVM can vectorize";
   let description = [{

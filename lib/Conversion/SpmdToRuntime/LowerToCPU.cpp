@@ -39,6 +39,8 @@ void mlir::spmd::buildLowerToBuffers(
   pm.addNestedPass<func::FuncOp>(spmd::createSpmdFuseElementwisePass());
   if (beforeBufferize)
     beforeBufferize(pm);
+  pm.addNestedPass<func::FuncOp>(
+      spmd::createSpmdRemoveOptimizationBarriersPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

@@ -42,3 +42,21 @@ func.func @state_order(%v: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, t
   %2 = spmd.load @w : tensor<16xf32>
   return %0, %1, %2 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// spmd.optimization_barrier is not Pure: CSE neither merges two barriers of
+// one value nor an op on the barrier's result with the same op on the value
+// (activation checkpointing's recomputation stays apart from the forward).
+// CHECK-LABEL: func.func @barrier_keeps_recomputation
+// CHECK: math.exp
+// CHECK: spmd.optimization_barrier
+// CHECK: spmd.optimization_barrier
+// CHECK: math.exp
+// CHECK: math.exp
+func.func @barrier_keeps_recomputation(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %a = math.exp %x : tensor<16xf32>
+  %b1 = spmd.optimization_barrier %x : tensor<16xf32>
+  %b2 = spmd.optimization_barrier %x : tensor<16xf32>
+  %r1 = math.exp %b1 : tensor<16xf32>
+  %r2 = math.exp %b2 : tensor<16xf32>
+  return %a, %r1, %r2 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}

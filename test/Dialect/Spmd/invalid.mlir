@@ -782,3 +782,19 @@ memref.global "public" @w : memref<4xf32> = dense<0.0> {spmd.state_dtype = 1.0 :
 func.func @not_a_global() attributes {spmd.state_dtype = 0 : i32} {
   return
 }
+
+// -----
+
+func.func @optimization_barrier_c1_type(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'spmd.optimization_barrier' op failed to verify that all of {input, result} have same type}}
+  %b = "spmd.optimization_barrier"(%x) : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @optimization_barrier_c2_ranked(%x: tensor<*xf32>) {
+  // expected-error @+1 {{'spmd.optimization_barrier' op operand #0 must be ranked tensor of any type values, but got 'tensor<*xf32>'}}
+  %b = "spmd.optimization_barrier"(%x) : (tensor<*xf32>) -> tensor<*xf32>
+  return
+}

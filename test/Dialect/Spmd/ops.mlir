@@ -192,3 +192,12 @@ func.func @placed(%a: tensor<8x4xf32>, %b: tensor<4x2xf32>, %c: tensor<8x2xf32>)
   %1 = linalg.add {spmd.result_specs = [#spmd.spec<@m2, [partial<sum>, replicate]>], spmd.strategy = #spmd.strategy<[partial<sum, 0>, replicate]>} ins(%0, %0 : tensor<8x2xf32>, tensor<8x2xf32>) outs(%c : tensor<8x2xf32>) -> tensor<8x2xf32>
   return %1 : tensor<8x2xf32>
 }
+
+// CHECK-LABEL: func.func @optimization_barrier
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+func.func @optimization_barrier(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[B:.*]] = spmd.optimization_barrier %[[X]] : tensor<4x8xf32>
+  %b = spmd.optimization_barrier %x : tensor<4x8xf32>
+  // CHECK: return %[[B]]
+  return %b : tensor<4x8xf32>
+}

@@ -6,7 +6,8 @@
 // - elementwise arith/math ops on tensors;
 // - tensor.empty, tensor.cast, expand_shape/collapse_shape, splat constants;
 // - spmd foreach and optimizer ops, one factor group per entry;
-// - spmd.attention and attention_grad: batch and heads.
+// - spmd.attention and attention_grad: batch and heads;
+// - spmd.optimization_barrier: the identity.
 //
 //===----------------------------------------------------------------------===//
 
@@ -611,6 +612,23 @@ struct AttentionRuleModel
   }
 };
 
+//===----------------------------------------------------------------------===//
+// spmd.optimization_barrier
+//===----------------------------------------------------------------------===//
+
+/// The identity: the result has its input's placement, partial sums
+/// included (it is linear).
+struct OptimizationBarrierRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<
+          OptimizationBarrierRuleModel, OptimizationBarrierOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    ShardingRule rule = ShardingRule::elementwise(op, type.getShape());
+    rule.linearSets.push_back({0});
+    return rule;
+  }
+};
+
 template <template <typename> class Model, typename... Ops>
 void attach(MLIRContext *ctx) {
   (Ops::template attachInterface<Model<Ops>>(*ctx), ...);
@@ -659,5 +677,6 @@ void mlir::spmd::registerShardingRuleModels(DialectRegistry &registry) {
            ForeachAddcmulOp, ForeachAddcdivOp>(ctx);
     attach<OptimizerRuleModel, SGDOp, AdamOp>(ctx);
     attach<AttentionRuleModel, AttentionOp, AttentionGradOp>(ctx);
+    OptimizationBarrierOp::attachInterface<OptimizationBarrierRuleModel>(*ctx);
   });
 }

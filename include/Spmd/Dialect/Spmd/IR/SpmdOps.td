@@ -761,6 +761,40 @@ def Spmd_AttentionGradOp : Spmd_Op<"attention_grad", [
 }
 
 //===----------------------------------------------------------------------===//
+// Recomputation
+//===----------------------------------------------------------------------===//
+
+def Spmd_OptimizationBarrierOp : Spmd_Op<"optimization_barrier", [
+    AllTypesMatch<["input", "result"]>,
+    MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "the input itself, which transformations do not look through";
+  let description = [{
+    Returns `input` unchanged. What makes it useful is what it prevents: it
+    declares a read and a write of memory, so CSE does not merge two ops that
+    differ only by reading the input directly or through a barrier, and no
+    pass moves it or the ops after it that use it above where it stands. The
+    bridge puts one on each value of the forward that an activation
+    checkpointing region's recomputation in the backward reads
+    (`torch.utils.checkpoint`, `spmd.compile(activation_checkpointing=...)`):
+    without it, CSE would merge the recomputed ops back into the forward's
+    and keep their activations alive across the whole step (XLA's
+    `opt-barrier` plays the same role in JAX's `remat`).
+
+    It has the placement of its input (sharding rule: identity, linear), and
+    is removed before bufferization (`spmd-remove-optimization-barriers`),
+    where nothing merges or hoists tensor ops any more: the result is the
+    input's buffer, no copy.
+
+    ```mlir
+    %x2 = spmd.optimization_barrier %x : tensor<4x512x512xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
 // State
 //===----------------------------------------------------------------------===//
 
