@@ -1,13 +1,20 @@
 """Activation checkpointing: a block's activations recomputed in the
 backward instead of kept from the forward.
 
-A region the user marks with `torch.utils.checkpoint.checkpoint` (use_reentrant
-False, the default from torch 2.4; or True) is traced as torch runs it: the
-forward keeps only the region's inputs, and the backward replays the
-region's ops before its gradient. The traced program holds both copies of
-those ops, so the compiler's memory plan (spmd-plan-memory) sees the
-activations die at the end of the forward and the recomputed ones live
-only through their block's backward.
+A region the user marks with `torch.utils.checkpoint.checkpoint(...,
+use_reentrant=False)` is traced as torch runs it: the forward keeps only
+the region's inputs (and, under a selective policy, the outputs the policy
+saves), and the backward replays the region's ops before its gradient. The
+traced program holds both copies of those ops. Left alone, CSE (torch-mlir's
+and spmd-opt's) would merge the replayed ops back into the forward's, which
+read the same values, and the forward's activations would live on to the
+backward as if nothing were checkpointed. So while the step is traced the
+nodes created during a replay are marked, and `separate_recomputation`
+routes every value of the forward that a replayed op reads through
+`spmd::optimization_barrier` (the dialect's `spmd.optimization_barrier`,
+which CSE does not look through; removed before bufferization, no copy).
+The memory plan (spmd-plan-memory) then sees the activations die in the
+forward and the recomputed ones live only through their block's backward.
 
 `spmd.compile(..., activation_checkpointing=...)` does the same without
 model changes, for every repeated block: the children of an
@@ -18,19 +25,25 @@ wrapped while the step is traced:
 * `True` or `"full"`: nothing of the block is kept but its inputs;
 * `"selective"`: matrix products (mm, addmm, bmm, baddbmm, convolution)
   and the attention op's outputs are kept, everything else (norms,
-  activations, residual adds, softmax) is recomputed: the costly ops run
-  once, the cheap ones twice;
+  activations, residual adds, head transposes) is recomputed: the costly
+  ops run once, the cheap ones twice;
 * `False` (default): nothing is recomputed.
+
+Selective policies (ours, or a model's own `create_selective_checkpoint_
+contexts`) behave as in eager: under make_fx torch would otherwise take the
+trace for AOTAutograd's and cache every op, leaving the choice to a
+partitioner that does not run here.
 
 Random ops in a recomputed region draw the same numbers as in the forward:
 inside a traced step `torch.get_rng_state()` / `torch.set_rng_state()` (what
 checkpoint uses to replay a region) save and restore where the step's
 counter-based stream stands (_random.py).
 
-Unsupported: a model without a repeated block under `activation_checkpointing`
-(an error: mark regions with torch.utils.checkpoint instead); custom
-checkpoint policies (use `torch.utils.checkpoint.checkpoint` with a
-`context_fn` in the model).
+Unsupported: `activation_checkpointing` on a model without a repeated
+block (an error: mark regions with torch.utils.checkpoint instead); custom
+policies through compile() (give the model's checkpoint call a
+`context_fn`). Reentrant checkpointing (`use_reentrant=True`) trains
+correctly but saves nothing: its replay is not marked, and CSE merges it.
 """
 
 import contextlib
@@ -108,7 +121,7 @@ def _checkpointed(forward, policy):
 def blocks(model: torch.nn.Module, policy):
     """While traced: every repeated block of `model` checkpointed under
     `policy` ("full" or "selective"; False: nothing changes)."""
-    with _selective_as_in_eager():
+    with _replays_marked():
         if not policy:
             yield
             return
@@ -116,19 +129,92 @@ def blocks(model: torch.nn.Module, policy):
             yield
 
 
+@torch.library.custom_op("spmd::optimization_barrier", mutates_args=())
+def optimization_barrier(x: torch.Tensor) -> torch.Tensor:
+    """`x` (a copy in eager; the compiled program reads `x` itself)."""
+    return x.clone()
+
+
+@optimization_barrier.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+# Replays in progress (torch.utils.checkpoint's recomputation hook entered).
+_replaying = 0
+
+
+def replaying() -> bool:
+    """Whether the op being traced belongs to a checkpointed region's replay
+    in the backward."""
+    return _replaying > 0
+
+
+class _MarkedRecomputation(torch_checkpoint._recomputation_hook):
+    """torch's recomputation context (non-reentrant checkpoint's replay),
+    counted."""
+
+    def __enter__(self):
+        global _replaying
+        _replaying += 1
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        global _replaying
+        _replaying -= 1
+        return super().__exit__(*exc)
+
+
+def separate_recomputation(graph: torch.fx.GraphModule) -> int:
+    """Routes each value of the forward that a replayed node (meta
+    "spmd_recompute") reads through one optimization barrier, placed before
+    its first such reader; returns the number of barriers."""
+    barriers = {}
+
+    def through_barrier(node, value):
+        if not isinstance(value, torch.fx.Node) or \
+                value.meta.get("spmd_recompute") or \
+                value.op != "call_function" or \
+                not isinstance(value.meta.get("val"), torch.Tensor):
+            return value
+        barrier = barriers.get(value)
+        if barrier is None:
+            with graph.graph.inserting_before(node):
+                barrier = graph.graph.call_function(
+                    torch.ops.spmd.optimization_barrier.default, (value,))
+            barrier.meta.update(val=value.meta["val"], spmd_recompute=True,
+                                stack_trace=node.stack_trace)
+            barriers[value] = barrier
+        return barrier
+
+    for node in list(graph.graph.nodes):
+        if node.meta.get("spmd_recompute") and \
+                node.target is not torch.ops.spmd.optimization_barrier.default:
+            node.args = torch.fx.node.map_arg(
+                node.args, lambda v, n=node: through_barrier(n, v))
+            node.kwargs = torch.fx.node.map_arg(
+                node.kwargs, lambda v, n=node: through_barrier(n, v))
+    if barriers:
+        graph.recompile()
+    return len(barriers)
+
+
 @contextlib.contextmanager
-def _selective_as_in_eager():
-    """Selective checkpointing (`create_selective_checkpoint_contexts`, ours
-    or the model's own) caches the ops its policy saves and reruns the rest,
-    as in eager. Under make_fx torch takes it for AOTAutograd, caches every
-    op and leaves the choice to its partitioner, which does not run here:
-    nothing would be recomputed."""
-    saved = torch_checkpoint._is_compiling
+def _replays_marked():
+    """Replays counted (`replaying()`); selective checkpointing
+    (`create_selective_checkpoint_contexts`, ours or the model's own) caching
+    the ops its policy saves and rerunning the rest, as in eager (under
+    make_fx torch takes the trace for AOTAutograd's, caches every op and
+    leaves the choice to its partitioner, which does not run here)."""
+    saved = (torch_checkpoint._is_compiling,
+             torch_checkpoint._recomputation_hook)
     torch_checkpoint._is_compiling = lambda func, args, kwargs: False
+    torch_checkpoint._recomputation_hook = _MarkedRecomputation
     try:
         yield
     finally:
-        torch_checkpoint._is_compiling = saved
+        (torch_checkpoint._is_compiling,
+         torch_checkpoint._recomputation_hook) = saved
 
 
 @contextlib.contextmanager

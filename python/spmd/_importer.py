@@ -31,6 +31,7 @@ SUPPORTED_DIALECTS = {"arith", "math", "linalg", "tensor", "func", "cf",
 _CUSTOM_OPS = {
     "torch.spmd.attention": "spmd.attention",
     "torch.spmd.attention_backward": "spmd.attention_grad",
+    "torch.spmd.optimization_barrier": "spmd.optimization_barrier",
 }
 
 _OWN = re.compile(r"/(torch|torch_mlir|spmd)/")
@@ -171,8 +172,10 @@ def _custom_ops_to_calls(module):
             elif not str(value.type).startswith("!torch.none"):
                 scalars.append(value.owner.attributes["value"])
         callee = f"__spmd_custom_op_{len(calls)}"
-        calls[callee] = (_CUSTOM_OPS[name], ir.FloatAttr(scalars[0]).value,
-                         ir.BoolAttr(scalars[1]).value)
+        # The attention ops' scalars: scale, is_causal (the barrier has none).
+        calls[callee] = (_CUSTOM_OPS[name],
+                         ir.FloatAttr(scalars[0]).value if scalars else None,
+                         ir.BoolAttr(scalars[1]).value if scalars else False)
         signature = ir.FunctionType.get([t.type for t in tensors],
                                         [r.type for r in op.results])
         with ir.InsertionPoint.at_block_begin(module.body), op.location:
@@ -230,7 +233,9 @@ def _calls_to_spmd_ops(module, calls):
         if callee not in calls:
             continue
         name, scale, causal = calls[callee]
-        attributes = {"scale": ir.FloatAttr.get_f64(scale)}
+        attributes = {}
+        if scale is not None:
+            attributes["scale"] = ir.FloatAttr.get_f64(scale)
         if causal:
             attributes["causal"] = ir.UnitAttr.get()
         with ir.InsertionPoint(op), op.location:

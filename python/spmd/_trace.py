@@ -230,6 +230,8 @@ def _create_node_with_step_frame(tracer, *args, **kwargs):
         node = _FX_CREATE_NODE(tracer, *args, **kwargs)
     finally:
         tracer.record_stack_traces = record
+    if _checkpointing.replaying():
+        node.meta["spmd_recompute"] = True
     if record and not node.stack_trace:
         frames = tracer._filter_traceback_frames(
             _stack_summary(sys._getframe(1)))
@@ -754,6 +756,7 @@ def trace(fn, args, kwargs, world: int, default: Placement,
             raise
         except Exception as err:  # make_fx: data-dependent control flow, ...
             raise _tracing_failed(err) from err
+    _checkpointing.separate_recomputation(graph)
     names = (harness.param_names + harness.buffer_names
              + [e.name for e in harness.extras])
     mutable = set(harness.buffer_names) | {
