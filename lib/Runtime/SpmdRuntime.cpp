@@ -157,14 +157,14 @@ void waitTimed(Request &request, const char *call, int64_t meshShape,
       continue;
     if (!leftSince && r.backend->peerLeft(leftRank, leftWhy))
       leftSince = Clock::now();
+    std::string step = r.step >= 0 ? " (this rank has started " +
+                                         std::to_string(r.step) +
+                                         " compiled steps)"
+                                   : "";
     if (leftSince &&
         std::chrono::duration<double>(Clock::now() - *leftSince).count() >
             kLeftGraceSeconds) {
       std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
-      std::string step = r.step >= 0
-                             ? " (this rank has started " +
-                                   std::to_string(r.step) + " compiled steps)"
-                             : "";
       fail(call,
            "rank %d left the job (%s) while this rank waits for it in a "
            "collective of %s%s: ending the job",
@@ -174,10 +174,10 @@ void waitTimed(Request &request, const char *call, int64_t meshShape,
     if (timeout > 0 && waited > timeout) {
       std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
       fail(call,
-           "timed out after %.1f s waiting for the other ranks of %s "
-           "(SPMD_TIMEOUT=%g s): a rank stopped, crashed or runs another "
-           "program",
-           waited, where.c_str(), timeout);
+           "timed out after %.1f s waiting for the other ranks of %s%s "
+           "(SPMD_TIMEOUT=%g s): a rank stopped calling the step, hangs, "
+           "crashed or runs another program; no rank said it left",
+           waited, where.c_str(), step.c_str(), timeout);
     }
     std::this_thread::sleep_for(
         std::chrono::microseconds(spins < 4096 ? 1 : 50));

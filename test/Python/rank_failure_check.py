@@ -12,6 +12,8 @@ exit-0, exit-1: rank 1 calls sys.exit(0) / sys.exit(1) after its second
     step; rank 0 calls the third and waits in its collectives.
 os-exit: the same with os._exit(0) (no interpreter exit, no atexit).
 sigterm, sigkill: rank 1 sends itself the signal after its second step.
+hang: rank 1 sleeps after its second step without leaving (run with a
+    short SPMD_TIMEOUT: rank 0's collective times out).
 launcher: prints spmd.world_size() (run under torchrun with MPI forced:
     must fail instead).
 backend: prints the rank, the size and the runtime's backend.
@@ -20,6 +22,7 @@ backend: prints the rank, the size and the runtime's backend.
 import os
 import signal
 import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -63,6 +66,8 @@ def main(case):
             os._exit(0)
         if i == 1 and rank == 1 and case in ("sigterm", "sigkill"):
             os.kill(os.getpid(), getattr(signal, case.upper()))
+        if i == 1 and rank == 1 and case == "hang":
+            time.sleep(600)  # stops calling the step, stays in the job
     print(f"rank {rank}: finished")
 
 
