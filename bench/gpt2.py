@@ -27,7 +27,10 @@ slowdown. `--depth 2,6,12` prints spmd's cold and cached first call per
 number of layers (compile time against depth). `--size large` is GPT-2
 large (774M parameters: 36 layers, 20 heads, d=1280), whose replicated
 AdamW state (12.4 GB per rank) does not fit two ranks in 24 GiB: by
-default it runs eager, FSDP2 and spmd fully_shard.
+default it runs eager, FSDP2 and spmd fully_shard. Checkpointed variants
+run when named: fsdp2+ac (checkpoint_wrapper on every block),
+spmd-replicate+ac, spmd-fully_shard+ac (activation_checkpointing=True),
+spmd-fully_shard+sac ("selective").
 
     python3 bench/gpt2.py [--seq 128] [--batch 4] [--ranks 2] [--steps 3]
                           [--layers 12] [--modes eager,ddp,...] [--load]
@@ -48,16 +51,24 @@ T_START = time.perf_counter()
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ["eager", "ddp", "fsdp2", "compile-ddp", "spmd-replicate",
          "spmd-fully_shard"]
+# Activation-checkpointed variants (every block recomputed in the
+# backward), run only when named in --modes.
+AC_MODES = ["fsdp2+ac", "spmd-replicate+ac", "spmd-fully_shard+ac",
+            "spmd-fully_shard+sac"]
 # GPT-2 sizes: blocks, heads, width, the modes run by default.
 SIZES = {"124m": dict(layers=12, heads=12, dim=768, modes=",".join(MODES)),
          "large": dict(layers=36, heads=20, dim=1280,
                        modes="eager,fsdp2,spmd-fully_shard")}
-TORCHRUN = {"ddp", "fsdp2", "compile-ddp"}
+TORCHRUN = {"ddp", "fsdp2", "compile-ddp", "fsdp2+ac"}
 NAMES = {"eager": "eager, 1 process, whole batch", "ddp": "DDP (gloo)",
          "fsdp2": "FSDP2 (fully_shard per block)",
          "compile-ddp": "torch.compile + DDP",
          "spmd-replicate": "spmd replicate",
-         "spmd-fully_shard": "spmd fully_shard"}
+         "spmd-fully_shard": "spmd fully_shard",
+         "fsdp2+ac": "FSDP2, every block checkpointed",
+         "spmd-replicate+ac": "spmd replicate, activation_checkpointing",
+         "spmd-fully_shard+ac": "spmd fully_shard, activation_checkpointing",
+         "spmd-fully_shard+sac": "spmd fully_shard, selective checkpointing"}
 
 
 def gpt2(layers=12, heads=12, dim=768, vocab=50257, block=1024):
@@ -194,17 +205,25 @@ def worker(args):
     if mode.startswith("spmd"):
         import spmd
         world, rank = spmd.world_size(), spmd.rank()
-        style = mode.split("-", 1)[1].replace("-cached", "")
-        step = spmd.compile(parallel_mode=spmd.DataParallel(style))(
-            train_step)
+        style, _, ac = mode.split("-", 1)[1].replace(
+            "-cached", "").partition("+")
+        step = spmd.compile(
+            parallel_mode=spmd.DataParallel(style),
+            activation_checkpointing={"": False, "ac": "full",
+                                      "sac": "selective"}[ac])(train_step)
         opt = adamw(model)
     elif mode in TORCHRUN:
         import torch.distributed as dist
         torch.set_num_threads(1)
         dist.init_process_group("gloo")
         world, rank = dist.get_world_size(), dist.get_rank()
-        if mode == "fsdp2":
+        if mode.startswith("fsdp2"):
             from torch.distributed.fsdp import fully_shard
+            if mode == "fsdp2+ac":
+                from torch.distributed.algorithms._checkpoint. \
+                    checkpoint_wrapper import checkpoint_wrapper
+                for i, block in enumerate(model.transformer.h):
+                    model.transformer.h[i] = checkpoint_wrapper(block)
             for block in model.transformer.h:
                 fully_shard(block)
             fully_shard(model)
@@ -309,7 +328,7 @@ def table(args, runs, gflops, title):
     print("| mode | first call s | cached first call s | step s (median) "
           "| tokens/s | peak RSS MiB per rank | threads | loss - eager |")
     print("|---|---|---|---|---|---|---|---|")
-    for mode in [m for m in MODES if m in runs]:
+    for mode in [m for m in MODES + AC_MODES if m in runs]:
         rs = runs[mode]
         if rs is None:
             print(f"| {NAMES[mode]} | failed | | | | | | |")
@@ -334,6 +353,7 @@ def table(args, runs, gflops, title):
     t = {m: slow(rs, "median") for m, rs in runs.items() if rs}
     ratios = []
     for a, b in (("spmd-replicate", "ddp"), ("spmd-fully_shard", "fsdp2"),
+                 ("spmd-fully_shard+ac", "fsdp2+ac"),
                  ("spmd-fully_shard", "spmd-replicate"),
                  ("spmd-replicate", "compile-ddp")):
         if a in t and b in t:
@@ -342,7 +362,7 @@ def table(args, runs, gflops, title):
         ratios.append("spmd replicate / floor "
                       f"{t['spmd-replicate'] / floor:.2f}")
     print("ratios: " + "; ".join(ratios))
-    for mode in ("spmd-replicate", "spmd-fully_shard"):
+    for mode in [m for m in MODES + AC_MODES if m.startswith("spmd")]:
         if runs.get(mode):
             phases = runs[mode][0].get("phases", {})
             print(f"{NAMES[mode]} first call by phase (rank 0, s): "
@@ -380,6 +400,10 @@ def main():
         worker(args)
         return
     modes = [m for m in (args.modes or size["modes"]).split(",") if m]
+    unknown = [m for m in modes if m not in MODES + AC_MODES]
+    if unknown:
+        ap.error(f"unknown modes {unknown}: choose from "
+                 f"{', '.join(MODES + AC_MODES)}")
     gflops = sgemm_gflops()
     print(f"GPT-2 ({args.layers} layers, d={args.dim}, {args.heads} heads, "
           f"vocabulary 50257, "
