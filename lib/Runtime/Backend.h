@@ -79,6 +79,15 @@ public:
   /// Whether another rank announced that it left (announceLeaving): which
   /// rank, and why.
   virtual bool peerLeft(int &rank, std::string &why) { return false; }
+  /// After a collective failed on `error` (the transport's own failure):
+  /// whether a rank announced that it left, waiting up to `seconds` for the
+  /// announcement (a rank's sockets may close just before its notice is
+  /// seen). Backends whose transport fails when a peer exits (Gloo) name
+  /// the rank this way; the default asks peerLeft once.
+  virtual bool leftBefore(const std::string &error, double seconds,
+                          int &rank, std::string &why) {
+    return peerLeft(rank, why);
+  }
 
   /// Takes every rank of the job down (never returns).
   [[noreturn]] virtual void abortJob() = 0;

@@ -237,6 +237,11 @@ connect(gloo::rendezvous::Store &store, const std::string &prefix, int rank,
   return context;
 }
 
+/// What a failed collective's error gets when a peer's socket closed.
+constexpr const char *kPeerClosed =
+    " (another rank's connection closed: it left the job or crashed; its "
+    "own output says why)";
+
 class GlooBackend : public Backend {
 public:
   GlooBackend(std::unique_ptr<gloo::rendezvous::Store> store,
@@ -399,13 +404,63 @@ public:
       for (const char *closed : {"Connection reset", "Connection closed",
                                  "closed by peer", "Broken pipe"})
         if (job.error.find(closed) != std::string::npos) {
-          error += " (another rank's connection closed: it left the job or "
-                   "crashed; its own output says why)";
+          error += kPeerClosed;
           break;
         }
       return false;
     }
     return true;
+  }
+
+  /// A notice under this job's keys: `left/RANK` holds why.
+  void announceLeaving(const std::string &why) override {
+    try {
+      store->set(prefix + "left/" + std::to_string(worldGroup.rank),
+                 std::vector<char>(why.begin(), why.end()));
+    } catch (const std::exception &) {
+      // The store is gone (the launcher ended): nobody is left to tell.
+    }
+  }
+
+  /// Gloo fails a collective at once when a peer's sockets close, before
+  /// this rank could see its notice: on such a failure, look for a notice
+  /// (a short wait per rank) until `seconds` have passed.
+  bool leftBefore(const std::string &error, double seconds, int &rank,
+                  std::string &why) override {
+    if (error.find(kPeerClosed) == std::string::npos)
+      return false;
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration<double>(seconds);
+    do {
+      for (int peer = 0; peer < worldGroup.size; ++peer) {
+        if (peer == worldGroup.rank)
+          continue;
+        std::string key = prefix + "left/" + std::to_string(peer);
+        try {
+          if (!hasKey(key))
+            continue;
+          std::vector<char> data = store->get(key);
+          rank = peer;
+          why.assign(data.begin(), data.end());
+          return true;
+        } catch (const std::exception &) {
+          // No notice from this peer (yet).
+        }
+      }
+      std::this_thread::sleep_for(Millis(50));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return false;
+  }
+
+  /// Whether `key` is set, without waiting.
+  bool hasKey(const std::string &key) {
+    try {
+      // 0: the host's store only checks; gloo's FileStore checks once.
+      store->wait({key}, Millis(0));
+      return true;
+    } catch (const std::exception &) {
+      return false;
+    }
   }
 
   [[noreturn]] void abortJob() override {

@@ -130,6 +130,13 @@ void *allocateStateBuffer(int64_t bytes) {
   return p;
 }
 
+/// How far this rank got, for the messages that end the job.
+std::string stepText(int64_t step) {
+  return step >= 0 ? " (this rank has started " + std::to_string(step) +
+                         " compiled steps)"
+                   : "";
+}
+
 /// Waits for `request` for at most the run's timeout; past it, the job ends
 /// with what was waited for. Backends cannot time out a wait, so this polls.
 void waitTimed(Request &request, const char *call, int64_t meshShape,
@@ -146,30 +153,31 @@ void waitTimed(Request &request, const char *call, int64_t meshShape,
   std::optional<Clock::time_point> leftSince;
   int leftRank = -1;
   std::string leftWhy;
+  auto endForLeft = [&]() -> void {
+    std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
+    fail(call,
+         "rank %d left the job (%s) while this rank waits for it in a "
+         "collective of %s%s: ending the job",
+         leftRank, leftWhy.c_str(), where.c_str(), stepText(r.step).c_str());
+  };
   for (unsigned spins = 0;; ++spins) {
     if (r.backend->test(request, error))
       return;
-    if (!error.empty())
+    if (!error.empty()) {
+      if (r.backend->leftBefore(error, kLeftGraceSeconds, leftRank, leftWhy))
+        endForLeft();
       fail(call, "%s", error.c_str());
+    }
     // Spin first (a collective usually completes within microseconds),
     // then yield the core to the ranks it is waiting for.
     if (spins < 1024)
       continue;
     if (!leftSince && r.backend->peerLeft(leftRank, leftWhy))
       leftSince = Clock::now();
-    std::string step = r.step >= 0 ? " (this rank has started " +
-                                         std::to_string(r.step) +
-                                         " compiled steps)"
-                                   : "";
     if (leftSince &&
         std::chrono::duration<double>(Clock::now() - *leftSince).count() >
-            kLeftGraceSeconds) {
-      std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
-      fail(call,
-           "rank %d left the job (%s) while this rank waits for it in a "
-           "collective of %s%s: ending the job",
-           leftRank, leftWhy.c_str(), where.c_str(), step.c_str());
-    }
+            kLeftGraceSeconds)
+      endForLeft();
     double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (timeout > 0 && waited > timeout) {
       std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
@@ -177,7 +185,7 @@ void waitTimed(Request &request, const char *call, int64_t meshShape,
            "timed out after %.1f s waiting for the other ranks of %s%s "
            "(SPMD_TIMEOUT=%g s): a rank stopped calling the step, hangs, "
            "crashed or runs another program; no rank said it left",
-           waited, where.c_str(), step.c_str(), timeout);
+           waited, where.c_str(), stepText(r.step).c_str(), timeout);
     }
     std::this_thread::sleep_for(
         std::chrono::microseconds(spins < 4096 ? 1 : 50));

@@ -97,7 +97,8 @@ int32_t spmdThreads(void);
  * callback returns 0 on success. `get` copies the value into `buffer` when it
  * fits in `capacity` bytes and sets `*bytes`; when it does not, it sets
  * `*bytes` and returns 1 (it is called again with room). `wait` blocks until
- * every key of `keys` ('\n'-separated) is set, at most `timeoutMs`. */
+ * every key of `keys` ('\n'-separated) is set, at most `timeoutMs`; with
+ * `timeoutMs` 0 it only checks (0: every key is set). */
 typedef int32_t (*SpmdStoreSet)(const char *key, const void *data,
                                 int64_t bytes);
 typedef int32_t (*SpmdStoreGet)(const char *key, void *buffer, int64_t capacity,
