@@ -84,8 +84,8 @@ public:
   /// announcement (a rank's sockets may close just before its notice is
   /// seen). Backends whose transport fails when a peer exits (Gloo) name
   /// the rank this way; the default asks peerLeft once.
-  virtual bool leftBefore(const std::string &error, double seconds,
-                          int &rank, std::string &why) {
+  virtual bool leftBefore(const std::string &error, double seconds, int &rank,
+                          std::string &why) {
     return peerLeft(rank, why);
   }
 
