@@ -14,6 +14,9 @@ os-exit: the same with os._exit(0) (no interpreter exit, no atexit).
 sigterm, sigkill: rank 1 sends itself the signal after its second step.
 hang: rank 1 sleeps after its second step without leaving (run with a
     short SPMD_TIMEOUT: rank 0's collective times out).
+sigint: rank 1 sends itself SIGINT (Ctrl-C) after its second step.
+forever: every rank steps until it is stopped (rank 0 prints "stepping"
+    after its second step); launcher_check.py signals the launcher.
 launcher: prints spmd.world_size() (run under torchrun with MPI forced:
     must fail instead).
 backend: prints the rank, the size and the runtime's backend.
@@ -56,15 +59,18 @@ def main(case):
         return
     if case == "all-ranks":
         raise RuntimeError("every rank fails the same way")
-    for i in range(3):
+    steps = 10**9 if case == "forever" else 3
+    for i in range(steps):
         step(model, opt, x, y)
+        if i == 1 and rank == 0 and case == "forever":
+            print("stepping", flush=True)
         if case == "after-step" and rank == 1:
             raise ValueError(f"rank 1 failed after step {i}")
         if i == 1 and rank == 1 and case in ("exit-0", "exit-1"):
             sys.exit(int(case[-1]))
         if i == 1 and rank == 1 and case == "os-exit":
             os._exit(0)
-        if i == 1 and rank == 1 and case in ("sigterm", "sigkill"):
+        if i == 1 and rank == 1 and case in ("sigterm", "sigkill", "sigint"):
             os.kill(os.getpid(), getattr(signal, case.upper()))
         if i == 1 and rank == 1 and case == "hang":
             time.sleep(600)  # stops calling the step, stays in the job
