@@ -95,7 +95,7 @@ def runtime_library(gpu: bool = False) -> Path:
     if not path.exists():
         raise CompileError(
             f"{path} was not built: the GPU target needs CUDA and NCCL "
-            "headers at configure time (see README, GPU path)")
+            "headers at configure time (see docs/Python.md, On the GPU)")
     return path
 
 

@@ -7,9 +7,9 @@
 // -DSPMD_FUZZER=ON (clang); run with scripts/fuzz.sh, which seeds the corpus
 // from test/ and passes tools/spmd-fuzz/spmd.dict.
 //
-// Inputs that hit crashes known in upstream MLIR 22's parser (README, Known
-// limits) are skipped by signature, so the fuzzer keeps looking for the
-// project's own bugs.
+// Inputs that hit crashes known in upstream MLIR 22's parser
+// (docs/Limits.md) are skipped by signature, so the fuzzer keeps looking
+// for the project's own bugs.
 //
 //===----------------------------------------------------------------------===//
 
