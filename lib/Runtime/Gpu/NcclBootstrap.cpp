@@ -40,9 +40,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -53,6 +55,16 @@ namespace {
 int envInt(const char *name, int fallback) {
   const char *v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;
+}
+
+/// Seconds the NCCL id's exchange waits: SPMD_RENDEZVOUS_TIMEOUT when set,
+/// else SPMD_TIMEOUT (0: a day, the watchdog is off then too).
+int rendezvousSeconds() {
+  int own = envInt("SPMD_RENDEZVOUS_TIMEOUT", -1);
+  if (own > 0)
+    return own;
+  double timeout = rt().timeout;
+  return timeout > 0 ? static_cast<int>(timeout + 0.999) : 86400;
 }
 
 //===----------------------------------------------------------------------===//
@@ -165,13 +177,15 @@ bool exchangeOverStore(ncclUniqueId &id, int rank) {
       spmd::gpu::fail("bootstrap", "the store did not take the NCCL id");
     return true;
   }
-  int64_t timeoutMs = int64_t(envInt("SPMD_RENDEZVOUS_TIMEOUT", 120)) * 1000;
+  int64_t timeoutMs = int64_t(rendezvousSeconds()) * 1000;
   int64_t bytes = 0;
   if (s.wait(key.c_str(), timeoutMs) != 0 ||
       s.get(key.c_str(), &id, sizeof(id), &bytes) != 0 ||
       bytes != static_cast<int64_t>(sizeof(id)))
     spmd::gpu::fail("bootstrap", "no NCCL id from rank 0 in the store "
-                                 "within SPMD_RENDEZVOUS_TIMEOUT seconds");
+                                 "within the rendezvous timeout "
+                                 "(SPMD_RENDEZVOUS_TIMEOUT, else "
+                                 "SPMD_TIMEOUT)");
   return true;
 }
 
@@ -202,7 +216,7 @@ ncclUniqueId exchangeUniqueId(int rank, int size) {
   const char *addr = std::getenv("MASTER_ADDR");
   std::string host = addr && *addr ? addr : "127.0.0.1";
   int port = envInt("MASTER_PORT", 29500);
-  int timeout = envInt("SPMD_RENDEZVOUS_TIMEOUT", 120);
+  int timeout = rendezvousSeconds();
   if (rank == 0) {
     checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
     int server = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -243,7 +257,7 @@ ncclUniqueId exchangeUniqueId(int rank, int size) {
     ::close(fd);
     if (std::chrono::steady_clock::now() > deadline)
       spmd::gpu::fail("rendezvous: rank 0 not reachable at MASTER_ADDR:"
-                      "MASTER_PORT within SPMD_RENDEZVOUS_TIMEOUT seconds",
+                      "MASTER_PORT within the rendezvous timeout",
                       host.c_str());
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -273,6 +287,44 @@ void spmd::gpu::nccl::countStep() {
 //===----------------------------------------------------------------------===//
 // spmd::gpu common pieces
 //===----------------------------------------------------------------------===//
+
+struct spmd::gpu::nccl::SetupWatchdog::State {
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool done = false;
+  std::thread thread;
+};
+
+spmd::gpu::nccl::SetupWatchdog::SetupWatchdog(const char *what,
+                                              double timeoutSeconds) {
+  if (timeoutSeconds <= 0)
+    return;
+  state = std::make_shared<State>();
+  state->thread = std::thread([s = state, what, timeoutSeconds] {
+    std::unique_lock<std::mutex> lock(s->mutex);
+    if (s->wake.wait_for(lock, std::chrono::duration<double>(timeoutSeconds),
+                         [&] { return s->done; }))
+      return;
+    char detail[256];
+    std::snprintf(detail, sizeof(detail),
+                  "timed out after %.1f s waiting for the other ranks to set "
+                  "up the communicator (SPMD_TIMEOUT=%g s): a rank did not "
+                  "start, crashed or hangs before its first collective",
+                  timeoutSeconds, timeoutSeconds);
+    spmd::gpu::fail(what, detail);
+  });
+}
+
+spmd::gpu::nccl::SetupWatchdog::~SetupWatchdog() {
+  if (!state)
+    return;
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->done = true;
+  }
+  state->wake.notify_one();
+  state->thread.join();
+}
 
 int spmd::gpu::rankForMessages() { return rt().initialized ? rt().rank : -1; }
 
@@ -356,6 +408,8 @@ void spmdInit(void) {
   spmd::gpu::checkCu(cuStreamCreate(&r.stream, CU_STREAM_NON_BLOCKING),
                      "cuStreamCreate (communication)");
   spmd::gpu::trace::nameStream(r.stream, "GPU communication stream");
+  SetupWatchdog watchdog("spmdInit (NCCL id exchange, ncclCommInitRank)",
+                         r.timeout);
   ncclUniqueId id = exchangeUniqueId(r.rank, r.size);
   checkNccl(ncclCommInitRank(&r.world, r.size, id, r.rank), "ncclCommInitRank");
 }

@@ -122,8 +122,11 @@ ncclComm_t group(int64_t packed, int64_t mask) {
     flushGroup();
   auto [color, rankInGroup] = groupColorKey(packed, mask);
   ncclComm_t comm;
-  checkNccl(ncclCommSplit(rt().world, color, rankInGroup, &comm, nullptr),
-            "ncclCommSplit");
+  {
+    SetupWatchdog watchdog("ncclCommSplit", rt().timeout);
+    checkNccl(ncclCommSplit(rt().world, color, rankInGroup, &comm, nullptr),
+              "ncclCommSplit");
+  }
   rt().groups[key] = comm;
   if (reopen)
     checkNccl(ncclGroupStart(), "ncclGroupStart");

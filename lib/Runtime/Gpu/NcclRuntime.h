@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -121,6 +122,24 @@ void checkNccl(ncclResult_t result, const char *op);
 /// errors (a dead peer ends the job instead of hanging it); past
 /// SPMD_TIMEOUT the job ends naming what was waited for.
 void waitPolling(CUevent event, const char *op, int64_t packed, int64_t mask);
+
+/// Ends the job when the communicator set-up it guards (the NCCL id's
+/// exchange, ncclCommInitRank, ncclCommSplit: blocking calls that wait for
+/// every rank) is still running after SPMD_TIMEOUT: a rank that never
+/// starts, crashes before its first collective or hangs ends the job with
+/// a message instead of hanging it. Disarmed when it goes out of scope;
+/// SPMD_TIMEOUT=0 arms nothing.
+class SetupWatchdog {
+public:
+  SetupWatchdog(const char *what, double timeoutSeconds);
+  ~SetupWatchdog();
+  SetupWatchdog(const SetupWatchdog &) = delete;
+  SetupWatchdog &operator=(const SetupWatchdog &) = delete;
+
+private:
+  struct State;
+  std::shared_ptr<State> state;
+};
 
 /// A step begins: the GPU emulator (only it defines spmdEmuStepBegin)
 /// counts what the device does per step.

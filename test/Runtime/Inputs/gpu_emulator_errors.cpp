@@ -9,11 +9,15 @@
 //   program-check: every rank checks one program, then each rank another
 //   (the NCCL runtime's spmdProgramCheck must stop the job);
 //   init: spmdInit only;
+//   init-late: rank 1 starts 30 s late: rank 0's spmdInit (MPI start, the
+//   NCCL id's exchange, ncclCommInitRank) must end the job after
+//   SPMD_TIMEOUT;
 //   timeout: both ranks make one all_reduce, then rank 1 stops coming; rank
 //   0's next all_reduce must end the job after SPMD_TIMEOUT.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -49,6 +53,14 @@ extern "C" const int64_t __spmd_emu_m__k_params[] = {0};
 int main(int argc, char **argv) {
   if (argc != 2)
     return 2;
+  if (!std::strcmp(argv[1], "init-late")) {
+    const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (rank && std::atoi(rank) == 1)
+      std::this_thread::sleep_for(std::chrono::seconds(30));
+    spmdInit();
+    std::printf("rank %d: initialized\n", spmdWorldRank());
+    return 0;
+  }
   auto *d =
       static_cast<float *>(mgpuMemAlloc(64 * sizeof(float), nullptr, false));
   if (!std::strcmp(argv[1], "host-read")) {
