@@ -20,6 +20,13 @@ uninterrupted one sees. The restarted processes find their compiled
 program in the program and compile caches (the first call's phases show
 it: no make_fx trace, no LLVM).
 
+`--checkpoint sharded` saves per-rank files instead (`spmd.sharded_state_dict`:
+this rank's chunks under fully_shard, no collective, no whole tensor
+anywhere): every rank writes `DIR/step-NNNNNN.rank-R-of-W.pt` the same
+way, a step's checkpoint is complete when all W files exist, and each rank
+loads its own file of the newest complete step with
+`spmd.load_sharded_state_dict` (the same number of ranks).
+
 `--fail-at K` makes rank 1 kill itself (SIGKILL) before step K on the
 first attempt, as a crash would: the launcher ends the job (torchrun
 restarts it when --max-restarts allows; under mpirun, run it again).
@@ -72,14 +79,30 @@ def batch(step, rank, world):
     return x[rank * rows:(rank + 1) * rows], y[rank * rows:(rank + 1) * rows]
 
 
-def latest_checkpoint(directory):
-    """(step, path) of the newest complete checkpoint, or (0, None)."""
-    found = []
+def checkpoint_name(step, rank=None, world=None):
+    """A whole checkpoint's file name, or rank `rank`'s part of a sharded
+    one."""
+    part = "" if rank is None else f".rank-{rank}-of-{world}"
+    return f"step-{step:06d}{part}.pt"
+
+
+def latest_checkpoint(directory, rank=None, world=None):
+    """(step, path) of the newest complete checkpoint (for a sharded one:
+    every rank's file is there; path is this rank's), or (0, None)."""
+    found = {}
+    pattern = r"step-(\d+)\.pt" if rank is None else \
+        rf"step-(\d+)\.rank-(\d+)-of-{world}\.pt"
     for path in glob.glob(os.path.join(directory, "step-*.pt")):
-        match = re.fullmatch(r"step-(\d+)\.pt", os.path.basename(path))
+        match = re.fullmatch(pattern, os.path.basename(path))
         if match:
-            found.append((int(match.group(1)), path))
-    return max(found) if found else (0, None)
+            found.setdefault(int(match.group(1)), set()).add(
+                int(match.group(2)) if rank is not None else None)
+    complete = [s for s, ranks in found.items()
+                if rank is None or len(ranks) == world]
+    if not complete:
+        return 0, None
+    step = max(complete)
+    return step, os.path.join(directory, checkpoint_name(step, rank, world))
 
 
 def save_atomically(obj, path):
@@ -93,9 +116,13 @@ def save_atomically(obj, path):
     os.replace(tmp, path)
 
 
-def prune(directory, keep=2):
-    """Removes all but the `keep` newest checkpoints."""
-    found = sorted(glob.glob(os.path.join(directory, "step-*.pt")))
+def prune(directory, keep=2, rank=None, world=None):
+    """Removes all but the `keep` newest checkpoints (of this rank's
+    files, for sharded ones)."""
+    suffix = ".pt" if rank is None else f".rank-{rank}-of-{world}.pt"
+    found = sorted(p for p in glob.glob(os.path.join(directory, "step-*.pt"))
+                   if p.endswith(suffix) and (rank is not None
+                                              or ".rank-" not in p))
     for path in found[:-keep]:
         os.remove(path)
 
@@ -107,6 +134,8 @@ def main():
     ap.add_argument("--every", type=int, default=3)
     ap.add_argument("--parallel-style", default="replicate",
                     choices=["replicate", "fully_shard"])
+    ap.add_argument("--checkpoint", default="full",
+                    choices=["full", "sharded"])
     ap.add_argument("--fail-at", type=int, default=None)
     ap.add_argument("--final", default=None)
     args = ap.parse_args()
@@ -118,18 +147,25 @@ def main():
     torch.manual_seed(0)
     model = Classifier()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    start, path = latest_checkpoint(args.dir)
+    mode = spmd.DataParallel(args.parallel_style)
+    sharded = args.checkpoint == "sharded"
+    part = (rank, world) if sharded else (None, None)
+    start, path = latest_checkpoint(args.dir, *part)
     if path is not None:
         checkpoint = torch.load(path, weights_only=True)
-        model.load_state_dict(checkpoint["model"])
-        opt.load_state_dict(checkpoint["optimizer"])
+        if sharded:
+            spmd.load_sharded_state_dict(
+                model, checkpoint["model"], opt, checkpoint["optimizer"],
+                parallel_mode=mode)
+        else:
+            model.load_state_dict(checkpoint["model"])
+            opt.load_state_dict(checkpoint["optimizer"])
     if rank == 0:
         print(f"attempt {attempt}: starting at step {start}"
               + (f" from {os.path.basename(path)}" if path else ""),
               flush=True)
 
-    step = spmd.compile(parallel_mode=spmd.DataParallel(
-        args.parallel_style))(train_step)
+    step = spmd.compile(parallel_mode=mode)(train_step)
     for i in range(start, args.steps):
         if args.fail_at == i and rank == 1 and attempt == 0 and start == 0:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -139,12 +175,18 @@ def main():
             if i == start:
                 print("first call: " + ", ".join(step.compile_times),
                       flush=True)
-        if (i + 1) % args.every == 0 or i + 1 == args.steps:
+        if ((i + 1) % args.every == 0 or i + 1 == args.steps) and sharded:
+            state, opt_state = spmd.sharded_state_dict(model, opt)
+            save_atomically({"model": state, "optimizer": opt_state},
+                            os.path.join(args.dir, checkpoint_name(
+                                i + 1, rank, world)))
+            prune(args.dir, rank=rank, world=world)
+        elif (i + 1) % args.every == 0 or i + 1 == args.steps:
             state, opt_state = spmd.full_state_dict(model, opt)
             if rank == 0:
                 save_atomically({"model": state, "optimizer": opt_state},
                                 os.path.join(args.dir,
-                                             f"step-{i + 1:06d}.pt"))
+                                             checkpoint_name(i + 1)))
                 prune(args.dir)
     if args.final:
         state, opt_state = spmd.full_state_dict(model, opt)

@@ -24,7 +24,8 @@ from ._explain import Explanation, explain
 from ._profile import profile
 from .placement import Placement, Replicate, Shard, override_placement
 from ._errors import UnsupportedError
-from ._sharding import full_state_dict
+from ._sharding import (full_state_dict, load_sharded_state_dict,
+                        sharded_state_dict)
 from ._toolchain import CompileError
 from ._memory import memory_stats
 from ._runtime import rank, reset_peak_memory_stats, world_size
@@ -34,5 +35,6 @@ __all__ = [
     "Replicate", "Shard", "override_placement", "UnsupportedError",
     "CompileError", "rank", "world_size", "explain", "Explanation",
     "memory_stats", "reset_peak_memory_stats", "profile", "full_state_dict",
+    "sharded_state_dict", "load_sharded_state_dict",
     "TensorParallel", "ColwiseParallel", "RowwiseParallel",
 ]

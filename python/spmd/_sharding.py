@@ -197,6 +197,120 @@ def full_state_dict(model: torch.nn.Module,
     return state, {"state": full, "param_groups": osd["param_groups"]}
 
 
+def sharded_state_dict(model: torch.nn.Module,
+                       optimizer: Optional[torch.optim.Optimizer] = None):
+    """Copies of this rank's `model.state_dict()` (and, with an optimizer,
+    `(model_state, optimizer_state)`): under fully_shard or tensor
+    parallelism each sharded parameter and its optimizer state is this
+    rank's chunk (as FSDP's sharded state dict). No collective: each rank
+    saves its own file, and `load_sharded_state_dict` takes them back on
+    the same number of ranks. Copies, not views of the program's buffers
+    (the next call changes those)."""
+    def copy(value):
+        return value.detach().clone() if isinstance(value, torch.Tensor) \
+            else value
+
+    state = {k: copy(v) for k, v in model.state_dict().items()}
+    if optimizer is None:
+        return state
+    osd = optimizer.state_dict()
+    return state, {
+        "state": {i: {k: copy(v) for k, v in entries.items()}
+                  for i, entries in osd["state"].items()},
+        "param_groups": osd["param_groups"]}
+
+
+def _planned_layouts(model, parallel_mode):
+    """(mesh, {state_dict key: (global shape, layout)}) that `spmd.compile`
+    with `parallel_mode` gives `model`'s sharded parameters on this job."""
+    from . import api
+    if parallel_mode is None:
+        raise UnsupportedError(
+            "spmd.load_sharded_state_dict: the model has not been called "
+            "through spmd.compile yet, so its layouts are not known",
+            hint="pass the step's parallel_mode= (e.g. spmd.DataParallel("
+                 "'fully_shard'))")
+    mesh, _, layouts, _ = api._layouts(parallel_mode, model,
+                                       _runtime.world_size())
+    by_id = {id(p): (tuple(p.shape), tuple(layouts[n]))
+             for n, p in model.named_parameters() if n in layouts}
+    return tuple(mesh), {key: by_id[id(v)] for key, v in
+                         model.state_dict(keep_vars=True).items()
+                         if id(v) in by_id}
+
+
+def _whole(value, key, shape, layout, mesh):
+    """The whole tensor from every rank's chunk `value` of `key` (a
+    collective); a clear error when `value` is not this rank's chunk."""
+    _, sizes = box(shape, layout, mesh, coords(_runtime.rank(), mesh))
+    if not isinstance(value, torch.Tensor) or \
+            tuple(value.shape) != tuple(sizes):
+        got = list(value.shape) if isinstance(value, torch.Tensor) \
+            else type(value).__name__
+        raise UnsupportedError(
+            f"spmd.load_sharded_state_dict: {key} is {got}; rank "
+            f"{_runtime.rank()} of {_runtime.world_size()} holds the chunk "
+            f"{sizes} of {list(shape)}",
+            hint="a sharded state dict loads on the rank count that saved "
+                 "it; on another count load spmd.full_state_dict's whole "
+                 "tensors")
+    return gather(value.contiguous(), shape, layout, mesh)
+
+
+def load_sharded_state_dict(model: torch.nn.Module, model_state,
+                            optimizer: Optional[torch.optim.Optimizer] = None,
+                            optimizer_state=None, parallel_mode=None):
+    """Loads what `sharded_state_dict` saved on this rank (its chunks) into
+    `model` and `optimizer`. After the model's first compiled call the
+    chunks go straight into the program's buffers (no collective). Before
+    it the model still holds whole tensors, so the chunks are gathered
+    (a collective: every rank calls it with its own file) with the layouts
+    that `parallel_mode` gives, then loaded whole; the first call keeps
+    each rank's chunk. Same rank count and parallel mode as the saving
+    job; whole tensors load with `model.load_state_dict` on any count."""
+    info = _MODELS.get(model)
+    if info is not None and info["params"]:
+        model.load_state_dict(model_state)
+        if optimizer is not None:
+            optimizer.load_state_dict(optimizer_state)
+        return
+    mesh, keys = _planned_layouts(model, parallel_mode)
+    by_id = {}
+    whole = dict(model_state)
+    live = model.state_dict(keep_vars=True)
+    for key, (shape, layout) in keys.items():
+        if key not in whole:
+            continue
+        if id(live[key]) not in by_id:
+            by_id[id(live[key])] = _whole(whole[key], key, shape, layout,
+                                          mesh)
+        whole[key] = by_id[id(live[key])]
+    model.load_state_dict(whole)
+    if optimizer is None:
+        return
+    order = [p for g in optimizer.param_groups for p in g["params"]]
+    layout_of = {id(live[k]): v for k, v in keys.items()}
+    state = {}
+    for index in sorted(optimizer_state["state"]):
+        entries = optimizer_state["state"][index]
+        entry = layout_of.get(id(order[index])) if index < len(order) \
+            else None
+        if entry is None:
+            state[index] = dict(entries)
+            continue
+        shape, layout = entry
+        _, sizes = box(shape, layout, mesh, coords(_runtime.rank(), mesh))
+        state[index] = {
+            k: (_whole(v, f"optimizer state {index}.{k}", shape, layout,
+                       mesh)
+                if isinstance(v, torch.Tensor) and v.dim() >= 1
+                and tuple(v.shape) == tuple(sizes) else v)
+            for k, v in sorted(entries.items())}
+    optimizer.load_state_dict({"state": state,
+                               "param_groups":
+                               optimizer_state["param_groups"]})
+
+
 def _install_load_hook(model):
     """`model.load_state_dict(whole)` on a sharded model: whole tensors of
     sharded parameters are cut to this rank's chunk first (a dict of this

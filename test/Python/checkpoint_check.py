@@ -11,6 +11,10 @@
         one process: 3 compiled steps, a whole-tensor snapshot, 2 steps
         more, the snapshot loaded back into the (sharded) model and
         optimizer between calls, 2 steps; compared with 5 eager steps.
+
+`--sharded`: per-rank state dicts instead of whole tensors
+(spmd.sharded_state_dict saved to PATH.rankR; spmd.load_sharded_state_dict
+before the first call (a collective) or between calls (straight in)).
 """
 
 import argparse
@@ -38,6 +42,7 @@ def main():
     parser.add_argument("phase", choices=["save", "resume", "reload"])
     parser.add_argument("path", nargs="?")
     parser.add_argument("--parallel-style", default="replicate")
+    parser.add_argument("--sharded", action="store_true")
     parser.add_argument("--tol", type=float, default=1e-5)
     args = parser.parse_args()
     rank, world = spmd.rank(), spmd.world_size()
@@ -56,13 +61,25 @@ def main():
     if args.phase == "save":
         for _ in range(3):
             compiled_step()
-        state, ostate = spmd.full_state_dict(model, opt)
+        if args.sharded:
+            state, ostate = spmd.sharded_state_dict(model, opt)
+            torch.save({"model": state, "optimizer": ostate},
+                       f"{args.path}.rank{rank}")
+        else:
+            state, ostate = spmd.full_state_dict(model, opt)
+            if rank == 0:
+                torch.save({"model": state, "optimizer": ostate}, args.path)
         if rank == 0:
-            torch.save({"model": state, "optimizer": ostate}, args.path)
             print(f"saved {len(state)} tensors after 3 steps")
         return
 
-    if args.phase == "resume":
+    if args.phase == "resume" and args.sharded:
+        saved = torch.load(f"{args.path}.rank{rank}")
+        spmd.load_sharded_state_dict(model, saved["model"], opt,
+                                     saved["optimizer"], parallel_mode=mode)
+        for _ in range(3):
+            data(args.case, gen)
+    elif args.phase == "resume":
         saved = torch.load(args.path)
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
@@ -71,13 +88,19 @@ def main():
     else:
         for _ in range(3):
             compiled_step()
-        snapshot = spmd.full_state_dict(model, opt)
+        snapshot = (spmd.sharded_state_dict if args.sharded
+                    else spmd.full_state_dict)(model, opt)
         compiled_step()
         compiled_step()
-        # Whole tensors into a model whose parameters are this rank's
-        # chunks, and into an optimizer whose state the program holds.
-        model.load_state_dict(snapshot[0])
-        opt.load_state_dict(snapshot[1])
+        # Whole tensors (or this rank's chunks) into a model whose
+        # parameters are this rank's chunks, and into an optimizer whose
+        # state the program holds.
+        if args.sharded:
+            spmd.load_sharded_state_dict(model, snapshot[0], opt,
+                                         snapshot[1])
+        else:
+            model.load_state_dict(snapshot[0])
+            opt.load_state_dict(snapshot[1])
         gen = torch.Generator().manual_seed(1)
         for _ in range(3):
             data(args.case, gen)
