@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace spmd::runtime {
 
@@ -87,6 +88,18 @@ public:
   virtual bool leftBefore(const std::string &error, double seconds, int &rank,
                           std::string &why) {
     return peerLeft(rank, why);
+  }
+
+  /// Publishes that this rank has been waiting in a collective for a while
+  /// (`waiting`), or that that wait ended, where the backend has a side
+  /// channel for it; a rank that times out then tells which ranks were not
+  /// waiting with it (notWaiting).
+  virtual void noteLongWait(bool waiting) {}
+  /// Of `ranks` (world ranks), those that published no long wait: not in a
+  /// collective for a while, so hanging or elsewhere. Empty when the
+  /// backend cannot tell.
+  virtual std::vector<int64_t> notWaiting(const std::vector<int64_t> &ranks) {
+    return {};
   }
 
   /// Takes every rank of the job down (never returns).

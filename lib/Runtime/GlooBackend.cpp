@@ -39,11 +39,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -261,6 +263,12 @@ public:
     worldGroup.rank = rank;
     worldGroup.size = size;
     worker = std::make_unique<Worker>();
+    // Where this rank's process runs: a peer whose connection closes
+    // without a notice is then named when its process is gone.
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    std::string where = std::string(host) + " " + std::to_string(getpid());
+    trySet("pid/" + std::to_string(rank), where);
     return true;
   }
 
@@ -412,14 +420,74 @@ public:
     return true;
   }
 
+  /// Sets this job's `key` to `value`; false when the store is gone (the
+  /// launcher ended).
+  bool trySet(const std::string &key, const std::string &value) {
+    try {
+      store->set(prefix + key, std::vector<char>(value.begin(), value.end()));
+      return true;
+    } catch (const std::exception &) {
+      return false;
+    }
+  }
+
+  /// This job's `key`, or nullopt when it is not set (checked without
+  /// waiting).
+  std::optional<std::string> tryGet(const std::string &key) {
+    try {
+      if (!hasKey(prefix + key))
+        return std::nullopt;
+      std::vector<char> data = store->get(prefix + key);
+      return std::string(data.begin(), data.end());
+    } catch (const std::exception &) {
+      return std::nullopt;
+    }
+  }
+
   /// A notice under this job's keys: `left/RANK` holds why.
   void announceLeaving(const std::string &why) override {
-    try {
-      store->set(prefix + "left/" + std::to_string(worldGroup.rank),
-                 std::vector<char>(why.begin(), why.end()));
-    } catch (const std::exception &) {
-      // The store is gone (the launcher ended): nobody is left to tell.
+    trySet("left/" + std::to_string(worldGroup.rank), why);
+  }
+
+  /// `waiting/RANK`: 1 while this rank waits long in a collective.
+  void noteLongWait(bool waiting) override {
+    trySet("waiting/" + std::to_string(worldGroup.rank), waiting ? "1" : "0");
+  }
+
+  std::vector<int64_t> notWaiting(const std::vector<int64_t> &ranks) override {
+    std::vector<int64_t> missing;
+    for (int64_t peer : ranks)
+      if (tryGet("waiting/" + std::to_string(peer)).value_or("0") != "1")
+        missing.push_back(peer);
+    return missing;
+  }
+
+  /// Whether `peer`'s process ran on this host and is gone (or a zombie):
+  /// it ended without a notice (os._exit, a signal, a crash).
+  bool processGone(int peer, std::string &why) {
+    std::optional<std::string> where = tryGet("pid/" + std::to_string(peer));
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    std::string mine = std::string(host) + " ";
+    if (!where || where->rfind(mine, 0) != 0)
+      return false;
+    std::string pid = where->substr(mine.size());
+    std::FILE *stat = std::fopen(("/proc/" + pid + "/stat").c_str(), "r");
+    char state = 'X';
+    if (stat) {
+      // "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
+      char line[512] = {};
+      size_t n = std::fread(line, 1, sizeof(line) - 1, stat);
+      std::fclose(stat);
+      const char *close = std::strrchr(line, ')');
+      if (n && close && close[1] == ' ')
+        state = close[2];
     }
+    if (state != 'X' && state != 'Z')
+      return false;
+    why = "its process (pid " + pid +
+          ") ended without a notice: os._exit, a signal or a crash";
+    return true;
   }
 
   /// Gloo fails a collective at once when a peer's sockets close, before
@@ -435,18 +503,20 @@ public:
       for (int peer = 0; peer < worldGroup.size; ++peer) {
         if (peer == worldGroup.rank)
           continue;
-        std::string key = prefix + "left/" + std::to_string(peer);
-        try {
-          if (!hasKey(key))
-            continue;
-          std::vector<char> data = store->get(key);
+        if (std::optional<std::string> notice =
+                tryGet("left/" + std::to_string(peer))) {
           rank = peer;
-          why.assign(data.begin(), data.end());
+          why = *notice;
           return true;
-        } catch (const std::exception &) {
-          // No notice from this peer (yet).
         }
       }
+      // A notice is written before its process exits: a peer already gone
+      // without one left none.
+      for (int peer = 0; peer < worldGroup.size; ++peer)
+        if (peer != worldGroup.rank && processGone(peer, why)) {
+          rank = peer;
+          return true;
+        }
       std::this_thread::sleep_for(Millis(50));
     } while (std::chrono::steady_clock::now() < deadline);
     return false;

@@ -55,6 +55,18 @@ inline GroupPosition groupPosition(int64_t packed, int64_t mask, int64_t rank) {
   return g;
 }
 
+/// The world ranks of the group over `mask` that `rank` is in, in group
+/// order.
+inline std::vector<int64_t> groupMembers(int64_t packed, int64_t mask,
+                                         int64_t rank) {
+  GroupPosition mine = groupPosition(packed, mask, rank);
+  std::vector<int64_t> members;
+  for (int64_t r = 0; r < mine.meshSize; ++r)
+    if (groupPosition(packed, mask, r).color == mine.color)
+      members.push_back(r);
+  return members;
+}
+
 } // namespace spmd::runtime
 
 #endif // SPMD_RUNTIME_MESHGROUP_H

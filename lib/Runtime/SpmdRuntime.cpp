@@ -137,6 +137,52 @@ std::string stepText(int64_t step) {
                    : "";
 }
 
+/// Who is missing from a collective this rank timed out in, and why that may
+/// be: the other rank of a group of two, else the members that the backend
+/// knows were not waiting in one, else "a rank".
+std::string missingText(int64_t meshShape, int64_t axesMask) {
+  Runtime &r = rt();
+  std::vector<int64_t> others;
+  for (int64_t member :
+       spmd::runtime::groupMembers(meshShape, axesMask, r.rank))
+    if (member != r.rank)
+      others.push_back(member);
+  std::vector<int64_t> missing =
+      others.size() == 1 ? others : r.backend->notWaiting(others);
+  const char *why = "stopped calling the step, hangs, crashed or runs "
+                    "another program";
+  if (missing.empty())
+    return std::string("a rank ") + why;
+  std::string ranks;
+  for (int64_t m : missing)
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(m);
+  bool one = missing.size() == 1;
+  return (one ? "rank " : "ranks ") + ranks + (one ? " is" : " are") +
+         " not in it (" + (one ? "it " : "they ") + why + ")";
+}
+
+/// Publishes a long wait (Backend::noteLongWait) once it passes a second
+/// (half the timeout if that is shorter), and its end.
+class LongWaitNote {
+public:
+  explicit LongWaitNote(double timeout)
+      : after(timeout > 0 ? std::min(1.0, timeout / 2) : 1.0) {}
+  ~LongWaitNote() {
+    if (published)
+      rt().backend->noteLongWait(false);
+  }
+  void waited(double seconds) {
+    if (!published && seconds > after) {
+      rt().backend->noteLongWait(true);
+      published = true;
+    }
+  }
+
+private:
+  double after;
+  bool published = false;
+};
+
 /// Waits for `request` for at most the run's timeout; past it, the job ends
 /// with what was waited for. Backends cannot time out a wait, so this polls.
 void waitTimed(Request &request, const char *call, int64_t meshShape,
@@ -153,6 +199,7 @@ void waitTimed(Request &request, const char *call, int64_t meshShape,
   std::optional<Clock::time_point> leftSince;
   int leftRank = -1;
   std::string leftWhy;
+  LongWaitNote note(timeout);
   auto endForLeft = [&]() -> void {
     std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
     fail(call,
@@ -179,13 +226,15 @@ void waitTimed(Request &request, const char *call, int64_t meshShape,
             kLeftGraceSeconds)
       endForLeft();
     double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    note.waited(waited);
     if (timeout > 0 && waited > timeout) {
       std::string where = spmd::runtime::describeGroup(meshShape, axesMask);
+      std::string missing = missingText(meshShape, axesMask);
       fail(call,
            "timed out after %.1f s waiting for the other ranks of %s%s "
-           "(SPMD_TIMEOUT=%g s): a rank stopped calling the step, hangs, "
-           "crashed or runs another program; no rank said it left",
-           waited, where.c_str(), stepText(r.step).c_str(), timeout);
+           "(SPMD_TIMEOUT=%g s): %s; no rank said it left",
+           waited, where.c_str(), stepText(r.step).c_str(), timeout,
+           missing.c_str());
     }
     std::this_thread::sleep_for(
         std::chrono::microseconds(spins < 4096 ? 1 : 50));
