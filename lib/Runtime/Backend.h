@@ -108,8 +108,13 @@ public:
   virtual void finalize() = 0;
 };
 
-/// The MPI backend: joins (or initializes) MPI_COMM_WORLD.
-std::unique_ptr<Backend> createMpiBackend(std::string &error);
+/// The MPI backend: joins (or initializes, under `timeoutSeconds`)
+/// MPI_COMM_WORLD.
+std::unique_ptr<Backend> createMpiBackend(double timeoutSeconds,
+                                          std::string &error);
+/// Ends this process with a set-up error before any backend exists (what
+/// SetupWatchdog calls; the launcher then ends the other ranks).
+[[noreturn]] void failSetup(const char *call, const char *message);
 /// The Gloo backend over the store the host registered (spmdUseStore), else
 /// the directory SPMD_GLOO_STORE names; rank and size from RANK/WORLD_SIZE
 /// (torchrun) or Open MPI's OMPI_COMM_WORLD_RANK/SIZE. Null with `error` set

@@ -253,11 +253,23 @@ public:
         prefix("spmd/" + job + "/") {}
 
   bool start(int rank, int size, std::string &error) {
+    // Who came: a rank that times out here names the ranks that never did.
+    trySet("joined/" + std::to_string(rank), "1");
     try {
       worldGroup.context =
           connect(*store, prefix + "world", rank, size, device, timeout);
     } catch (const std::exception &e) {
-      error = std::string("Gloo rendezvous of the world failed: ") + e.what();
+      std::string absent;
+      for (int peer = 0; peer < size; ++peer)
+        if (peer != rank && !tryGet("joined/" + std::to_string(peer)))
+          absent += (absent.empty() ? "" : ", ") + std::to_string(peer);
+      error = "Gloo rendezvous of the world failed on rank " +
+              std::to_string(rank) + " of " + std::to_string(size) + ": " +
+              e.what();
+      if (!absent.empty())
+        error += "; never joined: rank(s) " + absent +
+                 " (not started, failed before their first collective, or "
+                 "later than SPMD_TIMEOUT)";
       return false;
     }
     worldGroup.rank = rank;

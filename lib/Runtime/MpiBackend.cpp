@@ -8,6 +8,7 @@
 
 #include "Backend.h"
 #include "OpenMpiDefaults.h"
+#include "SetupWatchdog.h"
 
 #include "Spmd/Runtime/SpmdRuntime.h"
 
@@ -235,13 +236,18 @@ private:
 
 } // namespace
 
-std::unique_ptr<Backend> createMpiBackend(std::string &error) {
+std::unique_ptr<Backend> createMpiBackend(double timeoutSeconds,
+                                          std::string &error) {
   int up = 0;
   MPI_Initialized(&up);
   bool owns = false;
   if (!up) {
     int provided = 0;
     chooseOpenMpiDefaults();
+    // MPI_Init waits for every rank of the job: one that never starts
+    // would hang it.
+    SetupWatchdog watchdog("spmdInit (MPI_Init_thread)", timeoutSeconds,
+                           failSetup);
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) !=
         MPI_SUCCESS) {
       error = "MPI_Init_thread failed";

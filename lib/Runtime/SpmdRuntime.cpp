@@ -408,6 +408,17 @@ bool wantGloo() {
 } // namespace
 
 namespace spmd::runtime {
+void failSetup(const char *call, const char *message) {
+  // No backend yet: the rank the launcher gave, for the message.
+  const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (!rank)
+    rank = std::getenv("RANK");
+  std::fprintf(stderr, "spmd runtime: rank %s: %s: %s\n", rank ? rank : "-1",
+               call, message);
+  std::fflush(nullptr);
+  std::_Exit(1); // the launcher ends the other ranks
+}
+
 size_t elementSize(int32_t dtype) {
   if (dtype == SPMD_BOOL)
     return 1;
@@ -428,9 +439,9 @@ void spmdInit(void) {
     fail("spmdInit", "%s", error.c_str());
   bool gloo = wantGloo();
   r.backend = gloo ? spmd::runtime::createGlooBackend(r.timeout, error)
-                   : spmd::runtime::createMpiBackend(error);
+                   : spmd::runtime::createMpiBackend(r.timeout, error);
   if (!r.backend)
-    fail("spmdInit", "%s", error.c_str());
+    spmd::runtime::failSetup("spmdInit", error.c_str());
   r.rank = r.backend->worldRank();
   r.size = r.backend->worldSize();
   // OpenBLAS (the runtime's own spmdSgemm) to the rank's share of the

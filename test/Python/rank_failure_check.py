@@ -19,6 +19,8 @@ forever: every rank steps until it is stopped (rank 0 prints "stepping"
     after its second step); launcher_check.py signals the launcher.
 launcher: prints spmd.world_size() (run under torchrun with MPI forced:
     must fail instead).
+late: rank 1 sleeps 60 s before it joins the job (run with a short
+    SPMD_TIMEOUT: rank 0's set-up times out).
 backend: prints the rank, the size and the runtime's backend.
 """
 
@@ -37,6 +39,10 @@ def main(case):
     torch.manual_seed(0)
     model = nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    launched_as = os.environ.get("RANK",
+                                 os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    if case == "late" and launched_as == "1":
+        time.sleep(60)
     rank = spmd.rank()
 
     @spmd.compile()

@@ -288,44 +288,6 @@ void spmd::gpu::nccl::countStep() {
 // spmd::gpu common pieces
 //===----------------------------------------------------------------------===//
 
-struct spmd::gpu::nccl::SetupWatchdog::State {
-  std::mutex mutex;
-  std::condition_variable wake;
-  bool done = false;
-  std::thread thread;
-};
-
-spmd::gpu::nccl::SetupWatchdog::SetupWatchdog(const char *what,
-                                              double timeoutSeconds) {
-  if (timeoutSeconds <= 0)
-    return;
-  state = std::make_shared<State>();
-  state->thread = std::thread([s = state, what, timeoutSeconds] {
-    std::unique_lock<std::mutex> lock(s->mutex);
-    if (s->wake.wait_for(lock, std::chrono::duration<double>(timeoutSeconds),
-                         [&] { return s->done; }))
-      return;
-    char detail[256];
-    std::snprintf(detail, sizeof(detail),
-                  "timed out after %.1f s waiting for the other ranks to set "
-                  "up the communicator (SPMD_TIMEOUT=%g s): a rank did not "
-                  "start, crashed or hangs before its first collective",
-                  timeoutSeconds, timeoutSeconds);
-    spmd::gpu::fail(what, detail);
-  });
-}
-
-spmd::gpu::nccl::SetupWatchdog::~SetupWatchdog() {
-  if (!state)
-    return;
-  {
-    std::lock_guard<std::mutex> lock(state->mutex);
-    state->done = true;
-  }
-  state->wake.notify_one();
-  state->thread.join();
-}
-
 int spmd::gpu::rankForMessages() { return rt().initialized ? rt().rank : -1; }
 
 void spmd::gpu::fail(const char *what, const char *detail) {

@@ -14,7 +14,9 @@
 #define SPMD_RUNTIME_GPU_NCCLRUNTIME_H
 
 #include "../JobChecks.h"
+#include "../SetupWatchdog.h"
 #include "../StateRegistry.h"
+#include "GpuCommon.h"
 
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -123,22 +125,13 @@ void checkNccl(ncclResult_t result, const char *op);
 /// SPMD_TIMEOUT the job ends naming what was waited for.
 void waitPolling(CUevent event, const char *op, int64_t packed, int64_t mask);
 
-/// Ends the job when the communicator set-up it guards (the NCCL id's
-/// exchange, ncclCommInitRank, ncclCommSplit: blocking calls that wait for
-/// every rank) is still running after SPMD_TIMEOUT: a rank that never
-/// starts, crashes before its first collective or hangs ends the job with
-/// a message instead of hanging it. Disarmed when it goes out of scope;
-/// SPMD_TIMEOUT=0 arms nothing.
-class SetupWatchdog {
+/// Ends the job (spmd::gpu::fail) when the communicator set-up it guards
+/// (the NCCL id's exchange, ncclCommInitRank, ncclCommSplit) still runs
+/// after `timeoutSeconds` (SetupWatchdog.h).
+class SetupWatchdog : public spmd::runtime::SetupWatchdog {
 public:
-  SetupWatchdog(const char *what, double timeoutSeconds);
-  ~SetupWatchdog();
-  SetupWatchdog(const SetupWatchdog &) = delete;
-  SetupWatchdog &operator=(const SetupWatchdog &) = delete;
-
-private:
-  struct State;
-  std::shared_ptr<State> state;
+  SetupWatchdog(const char *what, double timeoutSeconds)
+      : spmd::runtime::SetupWatchdog(what, timeoutSeconds, spmd::gpu::fail) {}
 };
 
 /// A step begins: the GPU emulator (only it defines spmdEmuStepBegin)
