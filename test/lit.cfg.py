@@ -137,7 +137,7 @@ if config.spmd_have_cuda:
         ("%gpu_libs",
          f"-L{spmd_lib} -lSpmdGpuRuntime -L{cuda_lib}/stubs -lcuda "
          f"-Wl,-rpath,{spmd_lib}:{cuda_lib}"))
-    # The GPU emulator (lib/Runtime/GpuEmulator): programs compiled with
+    # The GPU emulator (test/lib/GpuEmulator/Device): programs compiled with
     # spmd-lower-to-emulator (test/lib/GpuEmulator) run on the CPU; link them with
     # %gpu_emulator_libs, run them with `%run_gpu_emulated %mpirun N prog`.
     # The emulator's schedule can be chosen for a whole run
@@ -150,6 +150,8 @@ if config.spmd_have_cuda:
          f"{config.python_executable} "
          f"{config.spmd_src_root}/test/Conversion/GPU/Inputs/run_emulated.py "
          f"{spmd_lib}/gpu-emulator"))
+    config.substitutions.append(
+        ("%gpu_emulator_dir", f"{spmd_lib}/gpu-emulator"))
     config.substitutions.append(
         ("%gpu_emulator_libs",
          f"-rdynamic -L{spmd_lib} -lSpmdGpuRuntime -L{cuda_lib}/stubs -lcuda "

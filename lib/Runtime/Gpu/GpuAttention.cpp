@@ -5,9 +5,10 @@
 // (SpmdRuntime.h) on device buffers. The kernels come from the fatbin nvcc
 // built into this library (sm_90 code and compute_90 PTX for newer GPUs);
 // under the GPU emulator (its libcuda defines spmdEmuStepBegin) from the
-// host-compiled copies in EmulatedAttention.cpp. Launched on the program
-// stream inside a compiled program; outside one, the call returns when the
-// kernels are done.
+// host-compiled copies the emulated libcuda holds
+// (test/lib/GpuEmulator/Device/EmulatedAttention.cpp). Launched on the
+// program stream inside a compiled program; outside one, the call returns
+// when the kernels are done.
 //
 //===----------------------------------------------------------------------===//
 

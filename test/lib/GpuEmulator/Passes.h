@@ -28,7 +28,7 @@ namespace mlir::spmd::test {
 
 /// Registers the emulator's passes and `spmd-lower-to-emulator{block-size
 /// row-kernels fuse-kernels}`: spmd-lower-to-nvvm's host code with the
-/// kernels compiled for the host, to run against lib/Runtime/GpuEmulator.
+/// kernels compiled for the host, to run against test/lib/GpuEmulator/Device.
 void registerGpuEmulator();
 
 } // namespace mlir::spmd::test

@@ -2,7 +2,7 @@
 //
 // Test support, not part of the compiler: the passes that compile outlined
 // GPU kernels for the host so that the GPU path runs against the GPU emulator
-// (lib/Runtime/GpuEmulator) on machines without a GPU. spmd-gpu-opt registers
+// (test/lib/GpuEmulator/Device) on machines without a GPU. spmd-gpu-opt registers
 // them with the spmd-lower-to-emulator pipeline (LowerToEmulator.cpp), as
 // mlir-opt registers upstream's test passes.
 //

@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../HalfFloat.h"
-#include "../OpenMpiDefaults.h"
 #include "Emulator.h"
+#include "HalfFloat.h"
+#include "OpenMpiDefaults.h"
 
 #include <mpi.h>
 #include <nccl.h>

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaOnHost.h"
-#include "GpuCommon.h"
+#include "Emulator.h"
 
 #include <ucontext.h>
 
@@ -168,7 +168,7 @@ void runBlocks(Dim3 grid, Dim3 block, const std::function<void()> &kernel) {
                 " at a warp shuffle, " + std::to_string(done) +
                 " returned: they wait for each other (a barrier or shuffle "
                 "not every thread of the block or warp reaches)";
-            spmd::gpu::fail("emulated kernel deadlocks", what.c_str());
+            spmd::emu::fail("emulated kernel deadlocks: " + what);
           }
         }
       }
