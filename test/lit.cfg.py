@@ -148,7 +148,7 @@ if config.spmd_have_cuda:
     config.substitutions.append(
         ("%run_gpu_emulated",
          f"{config.python_executable} "
-         f"{config.spmd_src_root}/test/Conversion/GPU/Inputs/run_emulated.py "
+         f"{config.spmd_src_root}/test/Codegen/GPU/Inputs/run_emulated.py "
          f"{spmd_lib}/gpu-emulator"))
     config.substitutions.append(
         ("%gpu_emulator_dir", f"{spmd_lib}/gpu-emulator"))

@@ -57,7 +57,7 @@ sed '/^func.func private @printMemrefF32/,$d' "$SPMD_ROOT/examples/mlp_train_ste
 # Every collective on one GPU (a group of 1), and the programs spmd.compile
 # builds for four PyTorch models (mesh of 1; 3 steps from fixed state), one
 # of them also under torch.autocast(bfloat16) (NAME_bf16).
-inputs="$SPMD_ROOT/test/Conversion/GPU/Inputs"
+inputs="$SPMD_ROOT/test/Codegen/GPU/Inputs"
 sed -e s/NP/1/g -e s/ROWSG/4/g -e s/COLSG/8/g -e s/COLSS/8/g \
   "$inputs/collectives.mlir" > "$out/collectives_local.mlir"
 models="mlp_sgd norm_adam transformer embed_adamw norm_adam_bf16"

@@ -3,6 +3,7 @@
 #ifndef SPMD_INITALL_H
 #define SPMD_INITALL_H
 
+#include "Spmd/Codegen/Passes.h"
 #include "Spmd/Conversion/Passes.h"
 #include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
@@ -55,6 +56,7 @@ inline void registerAllPasses() {
   registerTransformsPasses();
   registerSpmdPasses();
   registerSpmdConversionPasses();
+  registerSpmdCodegenPasses();
   registerLowerToCPUPipeline();
 }
 

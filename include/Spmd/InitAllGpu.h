@@ -11,7 +11,7 @@
 #ifndef SPMD_INITALLGPU_H
 #define SPMD_INITALLGPU_H
 
-#include "Spmd/Conversion/GPU/Passes.h"
+#include "Spmd/Codegen/GPU/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -52,7 +52,7 @@ inline void registerGpuDialects(DialectRegistry &registry) {
 }
 
 inline void registerGpuPasses() {
-  registerSpmdGPUConversionPasses();
+  registerSpmdCodegenGPUPasses();
   registerLowerToNVVMPipeline();
 }
 

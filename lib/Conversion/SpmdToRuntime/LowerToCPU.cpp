@@ -1,5 +1,6 @@
 //===- LowerToCPU.cpp - the spmd-lower-to-cpu pipeline --------------------===//
 
+#include "Spmd/Codegen/Passes.h"
 #include "Spmd/Conversion/Passes.h"
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 

@@ -4,7 +4,7 @@
 // broadcast mask, row max, exp(x - max) (0 for a row with nothing to attend
 // to), row sum, lse = max + log(sum), P V, / sum. No spmd op is left. Its
 // numerics are checked on the GPU path against a double-precision reference
-// (test/Conversion/GPU/emulated-attention.test).
+// (test/Codegen/GPU/emulated-attention.test).
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: spmd.attention
 // CHECK: linalg.generic {indexing_maps = [#[[$QE:.*]], #[[$KE:.*]], #[[$LS:.*]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}

@@ -9,7 +9,7 @@
 
 #include "Passes.h"
 
-#include "Spmd/Conversion/GPU/Passes.h"
+#include "Spmd/Codegen/GPU/Passes.h"
 
 #include "mlir/Conversion/MathToFuncs/MathToFuncs.h"
 #include "mlir/Pass/PassManager.h"

@@ -1,6 +1,6 @@
 //===- StepDriver.h - what the step drivers share ---------------*- C++ -*-===//
 //
-// The drivers of compiled steps (bench/gpu, test/Conversion/GPU/Inputs) are
+// The drivers of compiled steps (bench/gpu, test/Codegen/GPU/Inputs) are
 // built for the GPU path (buffers in device memory through the mgpu*
 // functions of libSpmdGpuRuntime) or, with -DSPMD_CPU, for the CPU path
 // (host memory): devAlloc/devFree/copy are the one or the other, and MemRef

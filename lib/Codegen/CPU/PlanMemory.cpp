@@ -1,0 +1,159 @@
+//===- PlanMemory.cpp - the transient memory a step will use, ahead of time
+//===//
+//
+// spmd-plan-memory: walks each public function's buffers in program order
+// (after spmd-free-after-last-use placed their frees) and records, as an
+// exported constant `__spmd_memory_plan_<function>`, the most bytes live at
+// once and what they are at that point: activations (and other
+// intermediates), whole gradients (inputs of a reducing collective) and
+// communication buffers (outputs of a collective). The runtime's allocator
+// counts the same buffers at run time (spmd.memory_stats).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Codegen/Passes.h"
+#include "Spmd/Runtime/HostBlockSize.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+
+namespace mlir::spmd {
+#define GEN_PASS_DEF_SPMDPLANMEMORYPASS
+#include "Spmd/Codegen/Passes.h.inc"
+} // namespace mlir::spmd
+
+using namespace mlir;
+
+namespace {
+
+struct PlanMemory : mlir::spmd::impl::SpmdPlanMemoryPassBase<PlanMemory> {
+  void runOnOperation() override;
+};
+
+/// What a transient buffer is for.
+enum Category { Activations = 0, Gradients = 1, Communication = 2 };
+
+/// The bytes the runtime's allocator hands out for `alloc` (its block
+/// size: HostBlockSize.h); 0 for a dynamic shape, which the plan cannot
+/// size. Element sizes come from the data layout (an `index` is 64 bits on
+/// the CPU path).
+int64_t allocatedBytes(memref::AllocOp alloc, const DataLayout &layout) {
+  MemRefType type = alloc.getType();
+  if (!type.hasStaticShape())
+    return 0;
+  int64_t bytes =
+      type.getNumElements() *
+      static_cast<int64_t>(
+          layout.getTypeSize(type.getElementType()).getFixedValue());
+  return static_cast<int64_t>(::spmd::runtime::hostBlockBytes(
+      static_cast<uint64_t>(bytes), alloc.getAlignment().value_or(64)));
+}
+
+/// Whether `callee` is a collective of the runtime, and whether it reduces.
+bool isCollective(StringRef callee, bool &reduces) {
+  reduces = callee.contains("AllReduce") || callee.contains("ReduceScatter");
+  return reduces || callee.contains("AllGather") ||
+         callee.contains("AllToAll") || callee.contains("Broadcast");
+}
+
+/// The category of `alloc`'s buffer: its address (through views and
+/// integer casts) passed to a collective as the input (operand 0) of a
+/// reducing one makes it a gradient, as the output (operand 1) a
+/// communication buffer.
+Category categoryOf(memref::AllocOp alloc) {
+  SmallVector<Value> work{alloc.getResult()};
+  llvm::SmallPtrSet<Value, 8> seen;
+  Category category = Activations;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto call = dyn_cast<func::CallOp>(user)) {
+        bool reduces = false;
+        if (!isCollective(call.getCallee(), reduces))
+          continue;
+        if (use.getOperandNumber() == 1)
+          return Communication;
+        if (use.getOperandNumber() == 0 && reduces)
+          category = Gradients;
+        continue;
+      }
+      if (isa<memref::ExtractAlignedPointerAsIndexOp, arith::IndexCastOp,
+              ViewLikeOpInterface>(user))
+        llvm::append_range(work, user->getResults());
+    }
+  }
+  return category;
+}
+
+/// The plan of one function: the peak and its split by category.
+struct Plan {
+  explicit Plan(const DataLayout &layout) : layout(layout) {}
+
+  const DataLayout &layout;
+  int64_t live = 0, peak = 0;
+  std::array<int64_t, 3> byCategory{}, atPeak{};
+  llvm::DenseMap<Value, std::pair<int64_t, Category>> buffers;
+
+  void allocate(memref::AllocOp alloc) {
+    int64_t bytes = allocatedBytes(alloc, layout);
+    Category c = categoryOf(alloc);
+    buffers[alloc.getResult()] = {bytes, c};
+    live += bytes;
+    byCategory[c] += bytes;
+    if (live > peak) {
+      peak = live;
+      atPeak = byCategory;
+    }
+  }
+
+  void free(memref::DeallocOp dealloc) {
+    auto it = buffers.find(dealloc.getMemref());
+    if (it == buffers.end())
+      return;
+    live -= it->second.first;
+    byCategory[it->second.second] -= it->second.first;
+    buffers.erase(it);
+  }
+
+  /// Every alloc and dealloc of `region` in program order (nested regions
+  /// depth first: a loop's body is counted once, as one iteration).
+  void walk(Region &region) {
+    region.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (auto alloc = dyn_cast<memref::AllocOp>(op))
+        allocate(alloc);
+      else if (auto dealloc = dyn_cast<memref::DeallocOp>(op))
+        free(dealloc);
+    });
+  }
+};
+
+void PlanMemory::runOnOperation() {
+  ModuleOp module = getOperation();
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
+  DataLayout layout(module);
+  for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>())) {
+    if (fn.isExternal() || fn.isPrivate())
+      continue;
+    Plan plan(layout);
+    plan.walk(fn.getBody());
+    // {peak, activations, gradients, communication} at the peak.
+    SmallVector<int64_t> values{plan.peak, plan.atPeak[Activations],
+                                plan.atPeak[Gradients],
+                                plan.atPeak[Communication]};
+    auto type = LLVM::LLVMArrayType::get(b.getI64Type(), values.size());
+    auto global = LLVM::GlobalOp::create(
+        b, fn.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::External,
+        ("__spmd_memory_plan_" + fn.getSymName()).str(),
+        b.getI64TensorAttr(values));
+    (void)global;
+  }
+}
+
+} // namespace

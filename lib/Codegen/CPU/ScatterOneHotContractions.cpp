@@ -1,0 +1,363 @@
+//===- ScatterOneHotContractions.cpp - one-hot matmuls as row scatters ----===//
+//
+// spmd-scatter-one-hot-contractions: on tensors, before bufferization, a
+// matmul that contracts a one-hot matrix (token t, row v) -> (idx[t] == v)
+// with a (token, column) matrix G becomes a loop over the tokens that adds
+// row t of G to row idx[t] of the result: nn.Embedding's backward without
+// the tokens x vocabulary one-hot and its GEMM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+
+namespace mlir::spmd {
+#define GEN_PASS_DEF_SPMDSCATTERONEHOTCONTRACTIONSPASS
+#include "Spmd/Codegen/Passes.h.inc"
+} // namespace mlir::spmd
+
+using namespace mlir;
+
+namespace {
+
+/// The only loop of `op` that the result `expr` of an indexing map reads
+/// along, when every other result is the constant 0: `(t, 0) -> t`.
+std::optional<unsigned> soleLoop(AffineMap map) {
+  std::optional<unsigned> loop;
+  for (AffineExpr expr : map.getResults()) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+      if (loop)
+        return std::nullopt;
+      loop = dim.getPosition();
+    } else if (auto cst = dyn_cast<AffineConstantExpr>(expr)) {
+      if (cst.getValue() != 0)
+        return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return loop;
+}
+
+/// Whether every element of `value` equals its position along its only
+/// non-unit dimension: an iota generic (`index_cast(linalg.index)`), seen
+/// through reshapes, which keep the row-major order.
+bool isIota(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+      break;
+    value = def->getOperand(0);
+  }
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  auto iota = value.getDefiningOp<linalg::GenericOp>();
+  if (!type || !type.hasStaticShape() || !iota || iota.getNumDpsInputs() ||
+      iota->getNumResults() != 1 ||
+      !iota.getIndexingMapsArray()[0].isIdentity())
+    return false;
+  std::optional<unsigned> along;
+  for (auto [i, size] : llvm::enumerate(type.getShape())) {
+    if (size == 1)
+      continue;
+    if (along)
+      return false;
+    along = i;
+  }
+  auto yield = cast<linalg::YieldOp>(iota.getBody()->getTerminator());
+  auto cast = yield.getOperand(0).getDefiningOp<arith::IndexCastOp>();
+  auto index = cast ? cast.getIn().getDefiningOp<linalg::IndexOp>() : nullptr;
+  return index && (!along || index.getDim() == *along);
+}
+
+/// What a one-hot generic compares: integer tensor `indices`, read along
+/// loop `tokenLoop` of the generic, against loop `rowLoop`'s index;
+/// `skip` is a value never matched (nn.Embedding's padding_idx).
+struct OneHot {
+  Value indices;
+  AffineMap indicesMap;
+  unsigned tokenLoop = 0, rowLoop = 0;
+  std::optional<APInt> skip;
+};
+
+/// The input operand `value` reads when it is a block argument of `op`'s
+/// body bound to an input (not an `outs`); null otherwise.
+OpOperand *inputOf(linalg::GenericOp op, Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != op.getBody() ||
+      arg.getArgNumber() >= op.getNumDpsInputs())
+    return nullptr;
+  return op.getDpsInputOperand(arg.getArgNumber());
+}
+
+/// `cmpi ne(x, c)` with a constant `c`: `x` and `c`.
+std::optional<std::pair<Value, APInt>> matchNotEqual(Value value) {
+  auto cmp = value.getDefiningOp<arith::CmpIOp>();
+  APInt c;
+  if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::ne)
+    return std::nullopt;
+  if (matchPattern(cmp.getRhs(), m_ConstantInt(&c)))
+    return std::pair(cmp.getLhs(), c);
+  if (matchPattern(cmp.getLhs(), m_ConstantInt(&c)))
+    return std::pair(cmp.getRhs(), c);
+  return std::nullopt;
+}
+
+/// The constant `c` of a padding mask `mask` (an i1 in the body of `op`)
+/// that is `idx != c` for the integer `idx` of the body: computed in the
+/// body, or an input read like `idx` from a generic that computes it
+/// elementwise from the tensor `idx` is read from.
+std::optional<APInt> matchSkip(linalg::GenericOp op, Value mask, Value idx) {
+  if (auto ne = matchNotEqual(mask))
+    return ne->first == idx ? std::optional(ne->second) : std::nullopt;
+  OpOperand *maskOperand = inputOf(op, mask);
+  OpOperand *idxOperand = inputOf(op, idx);
+  if (!maskOperand || !idxOperand)
+    return std::nullopt;
+  auto producer = maskOperand->get().getDefiningOp<linalg::GenericOp>();
+  if (!producer || producer.getNumDpsInputs() != 1 ||
+      producer->getNumResults() != 1 ||
+      producer.getDpsInputs()[0] != idxOperand->get() ||
+      op.getMatchingIndexingMap(maskOperand) !=
+          op.getMatchingIndexingMap(idxOperand) ||
+      !llvm::all_of(producer.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(producer.getBody()->getTerminator());
+  auto ne = matchNotEqual(yield.getOperand(0));
+  if (!ne || ne->first != producer.getBody()->getArgument(0))
+    return std::nullopt;
+  return ne->second;
+}
+
+/// Matches `cmpi eq(idx, row)` or `andi(cmpi eq(idx, row), idx != c)` in
+/// the body of `op` (either operand order).
+std::optional<OneHot> matchCondition(linalg::GenericOp op, Value cond) {
+  std::optional<APInt> skip;
+  if (auto andOp = cond.getDefiningOp<arith::AndIOp>()) {
+    for (auto [eq, mask] : {std::pair(andOp.getLhs(), andOp.getRhs()),
+                            std::pair(andOp.getRhs(), andOp.getLhs())}) {
+      auto eqCmp = eq.getDefiningOp<arith::CmpIOp>();
+      if (!eqCmp)
+        continue;
+      for (Value idx : {eqCmp.getLhs(), eqCmp.getRhs()})
+        if (!skip)
+          skip = matchSkip(op, mask, idx);
+      if (skip) {
+        cond = eq;
+        break;
+      }
+    }
+    if (!skip)
+      return std::nullopt;
+  }
+  auto cmp = cond.getDefiningOp<arith::CmpIOp>();
+  if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::eq)
+    return std::nullopt;
+
+  // One side is the row loop's index, the other an input read along a
+  // single other loop.
+  auto rowIndexLoop = [&](Value v) -> std::optional<unsigned> {
+    if (auto cast = v.getDefiningOp<arith::IndexCastOp>())
+      if (auto index = cast.getIn().getDefiningOp<linalg::IndexOp>())
+        return index.getDim();
+    OpOperand *operand = inputOf(op, v);
+    if (!operand)
+      return std::nullopt;
+    std::optional<unsigned> loop = soleLoop(op.getMatchingIndexingMap(operand));
+    if (!loop || !isIota(operand->get()))
+      return std::nullopt;
+    return loop;
+  };
+  for (auto [idx, row] : {std::pair(cmp.getLhs(), cmp.getRhs()),
+                          std::pair(cmp.getRhs(), cmp.getLhs())}) {
+    std::optional<unsigned> rowLoop = rowIndexLoop(row);
+    OpOperand *operand = inputOf(op, idx);
+    if (!rowLoop || !operand)
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(operand);
+    std::optional<unsigned> tokenLoop = soleLoop(map);
+    if (!tokenLoop || *tokenLoop == *rowLoop)
+      continue;
+    return OneHot{operand->get(), map, *tokenLoop, *rowLoop, skip};
+  }
+  return std::nullopt;
+}
+
+/// The one-hot that result `result` of a 2-loop parallel generic computes:
+/// `uitofp(cond)` or `select(cond, 1.0, 0.0)`.
+std::optional<OneHot> matchOneHot(OpResult result) {
+  auto op = dyn_cast<linalg::GenericOp>(result.getOwner());
+  if (!op || op.getNumLoops() != 2 ||
+      op.getNumParallelLoops() != op.getNumLoops() ||
+      !op.getIndexingMapMatchingResult(result).isIdentity() ||
+      !op.hasPureTensorSemantics())
+    return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
+  Value value = yield.getOperand(result.getResultNumber());
+  Value cond;
+  if (auto toFloat = value.getDefiningOp<arith::UIToFPOp>()) {
+    cond = toFloat.getIn();
+  } else if (auto select = value.getDefiningOp<arith::SelectOp>()) {
+    if (matchPattern(select.getTrueValue(), m_OneFloat()) &&
+        matchPattern(select.getFalseValue(), m_PosZeroFloat()))
+      cond = select.getCondition();
+  }
+  if (!cond || !cond.getType().isInteger(1))
+    return std::nullopt;
+  return matchCondition(op, cond);
+}
+
+/// Rewrites `matmul` (C[v, d] += A[.., ..] * G[t, d], A one-hot) into a
+/// loop over the tokens; fails (leaving it) when it is not of that form.
+LogicalResult scatterRows(linalg::MatmulOp matmul) {
+  if (!matmul.hasPureTensorSemantics())
+    return failure();
+  SmallVector<AffineMap> maps = matmul.getIndexingMapsArray();
+  MLIRContext *ctx = matmul.getContext();
+  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+             k = getAffineDimExpr(2, ctx);
+  // G read as [token, column], the result written as [row, column].
+  if (maps[1] != AffineMap::get(3, 0, {k, n}, ctx) ||
+      maps[2] != AffineMap::get(3, 0, {m, n}, ctx))
+    return failure();
+  auto oneHotValue = dyn_cast<OpResult>(matmul.getInputs()[0]);
+  if (!oneHotValue)
+    return failure();
+  std::optional<OneHot> oneHot = matchOneHot(oneHotValue);
+  if (!oneHot)
+    return failure();
+  // A's dimension j is the one-hot generic's loop j (identity output map):
+  // the token loop must be the contraction, the row loop the result rows.
+  AffineExpr tokenDim = maps[0].getResult(oneHot->tokenLoop);
+  AffineExpr rowDim = maps[0].getResult(oneHot->rowLoop);
+  if (tokenDim != k || rowDim != m)
+    return failure();
+
+  Value grad = matmul.getInputs()[1], init = matmul.getOutputs()[0];
+  auto gradType = cast<RankedTensorType>(grad.getType());
+  auto resultType = cast<RankedTensorType>(init.getType());
+  auto oneHotType = cast<RankedTensorType>(oneHotValue.getType());
+  auto indicesType = dyn_cast<RankedTensorType>(oneHot->indices.getType());
+  Type element = resultType.getElementType();
+  if (!gradType.hasStaticShape() || !resultType.hasStaticShape() ||
+      !oneHotType.hasStaticShape() || !indicesType ||
+      !indicesType.hasStaticShape() || !isa<FloatType>(element) ||
+      gradType.getElementType() != element ||
+      oneHotType.getElementType() != element ||
+      !indicesType.getElementType().isSignlessInteger() ||
+      resultType.getNumElements() == 0 || gradType.getNumElements() == 0)
+    return failure();
+  int64_t tokens = gradType.getDimSize(0), rows = resultType.getDimSize(0),
+          columns = resultType.getDimSize(1);
+  auto indexType = cast<IntegerType>(indicesType.getElementType());
+  unsigned width = indexType.getWidth();
+  // Past the index type's range every non-negative index is a row.
+  bool checkUpper = width >= 64 || rows < (int64_t(1) << (width - 1));
+
+  Location loc = matmul.getLoc();
+  OpBuilder b(matmul);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = arith::ConstantIndexOp::create(b, loc, tokens);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{init},
+      [&](OpBuilder &b, Location loc, Value t, ValueRange acc) {
+        SmallVector<Value> at;
+        for (AffineExpr expr : oneHot->indicesMap.getResults())
+          at.push_back(isa<AffineDimExpr>(expr) ? t : zero);
+        Value idx = tensor::ExtractOp::create(b, loc, oneHot->indices, at);
+        auto intConst = [&](const APInt &value) {
+          return arith::ConstantOp::create(
+              b, loc,
+              IntegerAttr::get(indexType,
+                               value.sextOrTrunc(indexType.getWidth())));
+        };
+        Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, idx,
+                                         intConst(APInt(width, 0)));
+        if (checkUpper)
+          ok = arith::AndIOp::create(
+              b, loc, ok,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx,
+                                    intConst(APInt(width, rows))));
+        if (oneHot->skip)
+          ok = arith::AndIOp::create(
+              b, loc, ok,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, idx,
+                                    intConst(*oneHot->skip)));
+        auto ifOp = scf::IfOp::create(b, loc, TypeRange{resultType}, ok,
+                                      /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), idx);
+          auto rowType = RankedTensorType::get({columns}, element);
+          SmallVector<OpFoldResult> sizes{b.getIndexAttr(1),
+                                          b.getIndexAttr(columns)};
+          SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+          SmallVector<OpFoldResult> dstAt{row, b.getIndexAttr(0)};
+          SmallVector<OpFoldResult> srcAt{t, b.getIndexAttr(0)};
+          Value dst = tensor::ExtractSliceOp::create(b, loc, rowType, acc[0],
+                                                     dstAt, sizes, strides);
+          Value src = tensor::ExtractSliceOp::create(b, loc, rowType, grad,
+                                                     srcAt, sizes, strides);
+          AffineMap id = b.getMultiDimIdentityMap(1);
+          auto add = linalg::GenericOp::create(
+              b, loc, TypeRange{rowType}, ValueRange{src}, ValueRange{dst},
+              ArrayRef<AffineMap>{id, id},
+              ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
+              [](OpBuilder &b, Location loc, ValueRange args) {
+                // C + 1 * g, as the matmul adds it.
+                Value sum = arith::AddFOp::create(b, loc, args[1], args[0]);
+                linalg::YieldOp::create(b, loc, sum);
+              });
+          Value updated = tensor::InsertSliceOp::create(
+              b, loc, add.getResult(0), acc[0], dstAt, sizes, strides);
+          scf::YieldOp::create(b, loc, updated);
+          b.setInsertionPointToStart(ifOp.elseBlock());
+          scf::YieldOp::create(b, loc, acc[0]);
+        }
+        scf::YieldOp::create(b, loc, ifOp.getResult(0));
+      });
+  matmul->getResult(0).replaceAllUsesWith(loop.getResult(0));
+  matmul->erase();
+  return success();
+}
+
+/// Erases `op` and then its operands' producers that are left without uses
+/// and have no side effects (the one-hot, its iota).
+void eraseDeadProducers(Operation *op) {
+  SmallVector<Operation *> work{op};
+  llvm::SmallPtrSet<Operation *, 8> erased;
+  while (!work.empty()) {
+    Operation *next = work.pop_back_val();
+    if (erased.contains(next) || !next->use_empty() ||
+        !isMemoryEffectFree(next))
+      continue;
+    for (Value operand : next->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        work.push_back(def);
+    erased.insert(next);
+    next->erase();
+  }
+}
+
+struct ScatterOneHotContractions
+    : spmd::impl::SpmdScatterOneHotContractionsPassBase<
+          ScatterOneHotContractions> {
+  void runOnOperation() override {
+    SmallVector<linalg::MatmulOp> matmuls;
+    getOperation()->walk(
+        [&](linalg::MatmulOp matmul) { matmuls.push_back(matmul); });
+    for (linalg::MatmulOp matmul : matmuls) {
+      Operation *oneHot = matmul.getInputs()[0].getDefiningOp();
+      if (succeeded(scatterRows(matmul)) && oneHot)
+        eraseDeadProducers(oneHot);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,163 @@
+//===- UpdateStateInPlace.cpp - state computed straight into its global ---===//
+//
+// spmd-update-state-in-place: on tensors, before bufferization, a state
+// store (`memref.copy` of a value into the state's global, as
+// convert-spmd-to-runtime lowers `spmd.store`) whose value is a result of
+// an elementwise linalg.generic becomes that generic writing into the
+// global itself: the optimizer updates parameters and moments in place,
+// with no copy of each per step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Spmd/Codegen/Passes.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+namespace mlir::spmd {
+#define GEN_PASS_DEF_SPMDUPDATESTATEINPLACEPASS
+#include "Spmd/Codegen/Passes.h.inc"
+} // namespace mlir::spmd
+
+using namespace mlir;
+
+namespace {
+
+/// A store of `value` into state `symbol` by `copy`.
+struct Store {
+  memref::CopyOp copy;
+  Value value;
+  StringRef symbol;
+};
+
+/// `copy` as a state store: its source the buffer of a tensor, its target
+/// a `memref.get_global`.
+std::optional<Store> asStore(memref::CopyOp copy) {
+  auto global = copy.getTarget().getDefiningOp<memref::GetGlobalOp>();
+  auto toBuffer = copy.getSource().getDefiningOp<bufferization::ToBufferOp>();
+  if (!global || !toBuffer)
+    return std::nullopt;
+  return Store{copy, toBuffer.getTensor(), global.getName()};
+}
+
+/// Whether every read of the state's old value happens before `writer`
+/// (the generic about to write the new value into the global), or in
+/// `writer` itself at the position it writes (an identity indexing map):
+/// the loads of `symbol` in `block`'s function are copies made before
+/// `writer`, or tensors of the global whose every reader (through views)
+/// is. Conservative: any other use of the global fails.
+bool oldValueDeadAt(linalg::GenericOp writer, StringRef symbol,
+                    memref::CopyOp store) {
+  Block *block = writer->getBlock();
+  auto fn = writer->getParentOfType<FunctionOpInterface>();
+  bool ok = true;
+  auto before = [&](Operation *op) {
+    Operation *ancestor = block->findAncestorOpInBlock(*op);
+    return ancestor && ancestor->isBeforeInBlock(writer);
+  };
+  fn.walk([&](memref::GetGlobalOp global) {
+    if (!ok || global.getName() != symbol)
+      return;
+    for (OpOperand &use : global->getUses()) {
+      Operation *user = use.getOwner();
+      if (user == store)
+        continue;
+      if (auto copy = dyn_cast<memref::CopyOp>(user)) {
+        // A load by copy: taken before the new value is written.
+        ok &= copy.getSource() == global && before(copy);
+        continue;
+      }
+      auto toTensor = dyn_cast<bufferization::ToTensorOp>(user);
+      if (!toTensor || toTensor.getWritable()) {
+        ok = false;
+        continue;
+      }
+      SmallVector<Value> work{toTensor.getResult()};
+      while (ok && !work.empty()) {
+        Value v = work.pop_back_val();
+        for (OpOperand &read : v.getUses()) {
+          Operation *reader = read.getOwner();
+          if (reader == writer.getOperation()) {
+            ok &= writer.isDpsInput(&read) &&
+                  writer.getMatchingIndexingMap(&read).isIdentity();
+            continue;
+          }
+          if (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+                  tensor::ExpandShapeOp, tensor::CastOp>(reader)) {
+            llvm::append_range(work, reader->getResults());
+            continue;
+          }
+          // A buffer handed to the runtime may be read later (an
+          // asynchronous collective): not in place.
+          ok &= !isa<bufferization::ToBufferOp>(reader) && before(reader);
+        }
+      }
+    }
+  });
+  return ok;
+}
+
+/// Makes `store`'s generic write the global; false when it is not safe.
+bool updateInPlace(Store store, int storesOfSymbol) {
+  auto result = dyn_cast<OpResult>(store.value);
+  auto generic =
+      result ? dyn_cast<linalg::GenericOp>(result.getOwner()) : nullptr;
+  if (!generic || storesOfSymbol != 1 || !generic.hasPureTensorSemantics() ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      generic->getBlock() != store.copy->getBlock())
+    return false;
+  unsigned index = result.getResultNumber();
+  OpOperand *init = generic.getDpsInitOperand(index);
+  auto type = dyn_cast<RankedTensorType>(result.getType());
+  auto globalType = dyn_cast<MemRefType>(store.copy.getTarget().getType());
+  // The whole value, in the global's order; the old value of `outs` is
+  // never read (it will be the global).
+  if (!type || !globalType || !globalType.getLayout().isIdentity() ||
+      type.getShape() != globalType.getShape() ||
+      type.getElementType() != globalType.getElementType() ||
+      !generic.getMatchingIndexingMap(init).isIdentity() ||
+      generic.payloadUsesValueFromOperand(init) ||
+      !oldValueDeadAt(generic, store.symbol, store.copy))
+    return false;
+  OpBuilder b(generic);
+  Location loc = store.copy.getLoc();
+  Value global = memref::GetGlobalOp::create(b, loc, globalType, store.symbol);
+  Value target = bufferization::ToTensorOp::create(
+      b, loc, type, global, /*restrict=*/true, /*writable=*/true);
+  init->set(target);
+  auto toBuffer =
+      store.copy.getSource().getDefiningOp<bufferization::ToBufferOp>();
+  Operation *oldGlobal = store.copy.getTarget().getDefiningOp();
+  store.copy->erase();
+  if (toBuffer->use_empty())
+    toBuffer->erase();
+  if (oldGlobal->use_empty())
+    oldGlobal->erase();
+  return true;
+}
+
+struct UpdateStateInPlace
+    : spmd::impl::SpmdUpdateStateInPlacePassBase<UpdateStateInPlace> {
+  void runOnOperation() override {
+    SmallVector<Store> stores;
+    llvm::StringMap<int> count;
+    getOperation()->walk([&](memref::CopyOp copy) {
+      if (auto global = copy.getTarget().getDefiningOp<memref::GetGlobalOp>())
+        ++count[global.getName()];
+      if (std::optional<Store> store = asStore(copy))
+        stores.push_back(*store);
+    });
+    // A value stored into two states stays copied (its generic can write
+    // only one of them).
+    llvm::DenseMap<Value, int> storesOfValue;
+    for (const Store &store : stores)
+      ++storesOfValue[store.value];
+    for (Store store : stores)
+      if (storesOfValue[store.value] == 1)
+        (void)updateInPlace(store, count[store.symbol]);
+  }
+};
+
+} // namespace
