@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -74,6 +75,100 @@ TEST_F(Runtime, ReduceScatterAlongDim0) {
                     SPMD_SUM, mesh, 1);
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(out[i], double(size) * (4 * rank + i));
+}
+
+TEST_F(Runtime, LargeReduceScattersInFlight) {
+  // Inputs of 1 MiB and more (the MPI backend runs them as a ring of
+  // point-to-point steps): f32 sum read in place and f64 max copied, both
+  // in flight at once and waited in reverse order, then an i64 sum and
+  // a bf16 sum (reduced in float32). Element i of rank r's input is
+  // r * 1000 + i % 997 (exact in every type).
+  const int64_t chunk = int64_t(1) << 18;
+  auto value = [](int r, int64_t i) { return double(r * 1000 + i % 997); };
+  auto expectedSum = [&](int64_t i) {
+    double s = 0;
+    for (int r = 0; r < size; ++r)
+      s += value(r, i);
+    return s;
+  };
+  std::vector<float> f32(chunk * size), f32Out(chunk);
+  std::vector<double> f64(chunk * size), f64Out(chunk);
+  for (int64_t i = 0; i < chunk * size; ++i) {
+    f32[i] = float(value(rank, i));
+    f64[i] = value(rank, i);
+  }
+  int64_t h1 = spmdReduceScatterStart(
+      addr(f32.data()), addr(f32Out.data()), 1, chunk * size, 1,
+      SPMD_F32 | SPMD_INPUT_STAYS, SPMD_SUM, mesh, 1);
+  int64_t h2 =
+      spmdReduceScatterStart(addr(f64.data()), addr(f64Out.data()), 1,
+                             chunk * size, 1, SPMD_F64, SPMD_MAX, mesh, 1);
+  spmdWait(h2);
+  spmdWait(h1);
+  int64_t mismatches = 0;
+  for (int64_t j = 0; j < chunk; ++j) {
+    int64_t i = rank * chunk + j;
+    mismatches += f32Out[j] != float(expectedSum(i));
+    mismatches += f64Out[j] != value(size - 1, i);
+  }
+  EXPECT_EQ(mismatches, 0);
+
+  std::vector<int64_t> i64(chunk * size), i64Out(chunk);
+  std::vector<uint16_t> bf16(chunk * size), bf16Out(chunk);
+  for (int64_t i = 0; i < chunk * size; ++i) {
+    i64[i] = int64_t(value(rank, i));
+    // bfloat16 of small integers: the float's upper 16 bits (exact below
+    // 256, so the sums of up to 4 ranks of values below 64 are too).
+    float f = float(i % 64);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    bf16[i] = uint16_t(bits >> 16);
+  }
+  spmdReduceScatter(addr(i64.data()), addr(i64Out.data()), 1, chunk * size, 1,
+                    SPMD_I64, SPMD_SUM, mesh, 1);
+  spmdReduceScatter(addr(bf16.data()), addr(bf16Out.data()), 1, chunk * size, 1,
+                    SPMD_BF16, SPMD_SUM, mesh, 1);
+  for (int64_t j = 0; j < chunk; ++j) {
+    int64_t i = rank * chunk + j;
+    mismatches += i64Out[j] != int64_t(expectedSum(i));
+    uint32_t bits = uint32_t(bf16Out[j]) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    mismatches += f != float(size * (i % 64));
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST_F(Runtime, LargeAllReduces) {
+  // 1 MiB and more (a ring on MPI), a length no rank count divides: an f32
+  // sum in place, an f32 average and an i32 max into another buffer, two
+  // in flight. Element i of rank r is r * 1000 + i % 997.
+  const int64_t count = (int64_t(1) << 18) + 7;
+  auto value = [](int r, int64_t i) { return r * 1000 + int(i % 997); };
+  std::vector<float> sum(count), avgIn(count), avg(count);
+  std::vector<int32_t> maxIn(count), max(count);
+  for (int64_t i = 0; i < count; ++i) {
+    sum[i] = avgIn[i] = float(value(rank, i));
+    maxIn[i] = value(rank, i);
+  }
+  int64_t h1 = spmdAllReduceStart(addr(sum.data()), addr(sum.data()), count,
+                                  SPMD_F32, SPMD_SUM, mesh, 1);
+  int64_t h2 = spmdAllReduceStart(addr(avgIn.data()), addr(avg.data()), count,
+                                  SPMD_F32, SPMD_AVG, mesh, 1);
+  spmdAllReduce(addr(maxIn.data()), addr(max.data()), count, SPMD_I32, SPMD_MAX,
+                mesh, 1);
+  spmdWait(h2);
+  spmdWait(h1);
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    float expected = 0;
+    for (int r = 0; r < size; ++r)
+      expected += float(value(r, i));
+    mismatches += sum[i] != expected;
+    mismatches += avg[i] != expected / float(size);
+    mismatches += max[i] != value(size - 1, i);
+  }
+  EXPECT_EQ(mismatches, 0);
 }
 
 TEST_F(Runtime, AllToAllShard0ToShard1) {
