@@ -176,52 +176,65 @@ private:
   std::vector<char> partial, incoming;
 };
 
-/// All-reduce in the output buffer: the input copied there, then a ring
-/// reduce-scatter over its n segments (step s sends segment (r - s) mod n,
-/// receives segment (r - s - 1) mod n into a temporary and adds it in),
-/// after which rank r holds segment (r + 1) mod n reduced, then a ring
-/// all-gather (step s sends segment (r + 1 - s) mod n, receives segment
-/// (r - s) mod n in place). One segment (1/n of the buffer) of temporary
-/// memory; every rank ends with the same bits (each segment is reduced
-/// once, then copied).
+/// All-reduce into the output buffer: a ring reduce-scatter over the
+/// buffer's n segments (step s sends segment (r - s) mod n, the input's own
+/// in step 0, and receives segment (r - s - 1) mod n, adds the input's to
+/// it and stores it in the output), after which rank r holds segment
+/// (r + 1) mod n reduced; then a ring all-gather (step s sends segment
+/// (r + 1 - s) mod n, receives segment (r - s) mod n in place). Partials
+/// arrive in the output and are reduced there: no temporary memory (one
+/// segment, 1/n of the buffer, when the input overlaps the output). Every
+/// rank ends with the same bits (each segment is reduced once, then
+/// copied).
 class RingAllReduce : public Ring {
 public:
   RingAllReduce(MpiGroup &group, const void *in, void *out, size_t count,
                 MPI_Datatype type, size_t elem, MPI_Op op)
-      : Ring(group, type, elem, op), out(static_cast<char *>(out)),
-        count(count), segment((count + n - 1) / n) {
-    if (in != out)
-      std::memcpy(out, in, count * elem);
-    incoming.resize(segment * elem);
+      : Ring(group, type, elem, op), in(static_cast<const char *>(in)),
+        out(static_cast<char *>(out)), count(count),
+        segment((count + n - 1) / n) {
+    if (this->out < this->in + count * elem &&
+        this->in < this->out + count * elem)
+      incoming.resize(segment * elem);
   }
 
   bool start(std::string &error) override { return postStep(error); }
 
 private:
-  /// Elements and offset of segment k (the last ones may be short or
-  /// empty).
+  /// Elements of segment k (the last ones may be short or empty), and where
+  /// it starts in `base`.
   int size(int64_t k) const {
     int64_t begin = std::min<int64_t>(k * segment, count);
     return static_cast<int>(std::min<int64_t>(begin + segment, count) - begin);
   }
-  char *at(int64_t k) const {
-    return out + std::min<int64_t>(k * segment, count) * elem;
+  template <typename T> T *at(T *base, int64_t k) const {
+    return base + std::min<int64_t>(k * segment, count) * elem;
   }
   bool gathering() const { return step >= n - 1; }
+  /// Where segment k's partial arrives: its place in the output, unless
+  /// that is the input too.
+  char *partialTarget(int64_t k) {
+    return incoming.empty() ? at(out, k) : incoming.data();
+  }
 
   bool postStep(std::string &error) {
     if (!gathering()) {
       int send = around(-step), recv = around(-step - 1);
-      return post(at(send), size(send), incoming.data(), size(recv), error);
+      const char *from = step == 0 ? at(in, send) : at(out, send);
+      return post(from, size(send), partialTarget(recv), size(recv), error);
     }
     int s = step - (n - 1);
     int send = around(1 - s), recv = around(-s);
-    return post(at(send), size(send), at(recv), size(recv), error);
+    return post(at(out, send), size(send), at(out, recv), size(recv), error);
   }
   bool stepDone(std::string &error) override {
     if (!gathering()) {
+      // The partial that arrived += the input's segment, in the output.
       int recv = around(-step - 1);
-      MPI_Reduce_local(incoming.data(), at(recv), size(recv), type, op);
+      char *arrived = partialTarget(recv);
+      MPI_Reduce_local(at(in, recv), arrived, size(recv), type, op);
+      if (arrived != at(out, recv))
+        std::memcpy(at(out, recv), arrived, size(recv) * elem);
     }
     if (++step == 2 * (n - 1))
       return true;
@@ -229,6 +242,7 @@ private:
     return false;
   }
 
+  const char *in;
   char *out;
   int64_t count, segment;
   std::vector<char> incoming;
