@@ -25,8 +25,8 @@ from pathlib import Path
 from spmd import _toolchain
 
 HERE = Path(__file__).resolve().parent
-DRIVER = HERE.parent / "Conversion" / "GPU" / "Inputs" / "bridge_step_main.cpp"
-RUN_EMULATED = HERE.parent / "Conversion" / "GPU" / "Inputs" / "run_emulated.py"
+DRIVER = HERE.parent / "Codegen" / "GPU" / "Inputs" / "bridge_step_main.cpp"
+RUN_EMULATED = HERE.parent / "Codegen" / "GPU" / "Inputs" / "run_emulated.py"
 MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np"]
 
 
