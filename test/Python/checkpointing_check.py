@@ -19,57 +19,11 @@ import sys
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
-import torch.utils.checkpoint as torch_checkpoint
 
 import spmd
+from tiny_gpt import TinyGPT, lm_step as step
 
 VOCAB, DIM, SEQ, HEADS, LAYERS = 128, 64, 64, 4, 4
-
-
-class Block(nn.Module):
-    def __init__(self, dropout):
-        super().__init__()
-        self.norm1, self.norm2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
-        self.qkv, self.proj = nn.Linear(DIM, 3 * DIM), nn.Linear(DIM, DIM)
-        self.up, self.down = nn.Linear(DIM, 4 * DIM), nn.Linear(4 * DIM, DIM)
-        self.drop = nn.Dropout(dropout)
-
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.norm1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, HEADS, C // HEADS).transpose(1, 2)
-                   for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
-        return x + self.drop(self.down(F.gelu(self.up(self.norm2(x)))))
-
-
-class TinyGPT(nn.Module):
-    def __init__(self, dropout, manual=False):
-        super().__init__()
-        self.manual = manual
-        self.wte = nn.Embedding(VOCAB, DIM)
-        nn.init.normal_(self.wte.weight, std=0.02)
-        self.blocks = nn.ModuleList([Block(dropout) for _ in range(LAYERS)])
-        self.norm = nn.LayerNorm(DIM)
-        self.head = nn.Linear(DIM, VOCAB, bias=False)
-        self.head.weight = self.wte.weight
-
-    def forward(self, idx):
-        x = self.wte(idx)
-        for block in self.blocks:
-            x = (torch_checkpoint.checkpoint(block, x, use_reentrant=False)
-                 if self.manual else block(x))
-        return self.head(self.norm(x))
-
-
-def step(model, opt, x, y):
-    loss = F.cross_entropy(model(x).view(-1, VOCAB), y.view(-1))
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-    return loss
 
 
 def batches():
@@ -81,7 +35,8 @@ def batches():
 
 def run(mode, dropout):
     torch.manual_seed(0)
-    model = TinyGPT(dropout, manual=mode == "manual")
+    model = TinyGPT(VOCAB, DIM, HEADS, LAYERS, dropout,
+                    manual=mode == "manual", init_std=0.02)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     policy = mode if mode in ("full", "selective") else False
     compiled = spmd.compile(activation_checkpointing=policy)(step)
@@ -97,7 +52,7 @@ def run(mode, dropout):
 
 def eager(dropout):
     torch.manual_seed(0)
-    model = TinyGPT(dropout)
+    model = TinyGPT(VOCAB, DIM, HEADS, LAYERS, dropout, init_std=0.02)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     losses = [float(step(model, opt, x, y).detach()) for x, y in batches()]
     return losses, [p.detach().clone() for p in model.parameters()]
@@ -112,11 +67,17 @@ def train(dropout):
         ref_losses, ref_params = eager(dropout)
         param_diff = max((a - b).abs().max().item()
                          for a, b in zip(base_params, ref_params))
-        good = param_diff <= 1e-4
+        loss_diff = max(abs(a - b) for a, b in zip(base_losses, ref_losses))
+        # The losses to float32 rounding; the parameters looser: AdamW
+        # divides by the root of the second moment, which turns rounding
+        # differences in near-zero gradients (2 ranks' halves summed vs one
+        # batch, another GEMM blocking) into up to lr-sized steps (1.1e-4 on
+        # an AMD EPYC with MKL's sgemm, 8.6e-5 with OpenBLAS's, 4 steps).
+        good = loss_diff <= 1e-5 and param_diff <= 2e-4
         ok &= good
         if spmd.rank() == 0:
-            print(f"none vs eager: params {param_diff:.1e}: "
-                  f"{'OK' if good else 'WRONG'}")
+            print(f"none vs eager: losses {loss_diff:.1e}, params "
+                  f"{param_diff:.1e}: {'OK' if good else 'WRONG'}")
     for mode in ("full", "selective", "manual"):
         losses, params, peak = results[mode]
         loss_diff = max(abs(a - b) for a, b in zip(losses, base_losses))

@@ -17,58 +17,16 @@ replicate and fully_shard.
 import sys
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
 import spmd
+from tiny_gpt import TinyGPT, lm_step as step
 
 VOCAB, DIM, SEQ, HEADS = 512, 64, 32, 4
 
 
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.norm1, self.norm2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
-        self.qkv, self.proj = nn.Linear(DIM, 3 * DIM), nn.Linear(DIM, DIM)
-        self.up, self.down = nn.Linear(DIM, 4 * DIM), nn.Linear(4 * DIM, DIM)
-
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.norm1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, HEADS, C // HEADS).transpose(1, 2)
-                   for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
-        return x + self.down(F.gelu(self.up(self.norm2(x))))
-
-
-class TinyGPT(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.wte = nn.Embedding(VOCAB, DIM)
-        self.blocks = nn.ModuleList([Block(), Block()])
-        self.norm = nn.LayerNorm(DIM)
-        self.head = nn.Linear(DIM, VOCAB, bias=False)
-        self.head.weight = self.wte.weight
-
-    def forward(self, idx):
-        x = self.wte(idx)
-        for b in self.blocks:
-            x = b(x)
-        return self.head(self.norm(x))
-
-
-def step(model, opt, x, y):
-    loss = F.cross_entropy(model(x).view(-1, VOCAB), y.view(-1))
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-    return loss
-
-
 def run(style):
     torch.manual_seed(0)
-    model = TinyGPT()
+    model = TinyGPT(VOCAB, DIM, HEADS, layers=2)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     param_bytes = sum(p.numel() * 4 for p in model.parameters())
     compiled = spmd.compile(parallel_mode=spmd.DataParallel(style))(step)
