@@ -153,8 +153,10 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
           float *c, int64_t ldc, float alpha = 1.0f) {
   spmdSgemm(kRowMajor, transA ? kTrans : kNoTrans, transB ? kTrans : kNoTrans,
-            int32_t(m), int32_t(n), int32_t(k), alpha, a, int32_t(lda), b,
-            int32_t(ldb), beta, c, int32_t(ldc));
+            int32_t(m), int32_t(n), int32_t(k), alpha,
+            reinterpret_cast<int64_t>(a), int32_t(lda),
+            reinterpret_cast<int64_t>(b), int32_t(ldb), beta,
+            reinterpret_cast<int64_t>(c), int32_t(ldc));
 }
 
 /// A trace event's arguments: the sizes.

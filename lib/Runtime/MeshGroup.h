@@ -1,7 +1,7 @@
 //===- MeshGroup.h - which group of a mesh a rank is in ---------*- C++ -*-===//
 //
-// Shared by the MPI and the NCCL runtimes: a mesh shape comes packed 16 bits
-// per axis (axis 0 lowest, up to 4 axes), ranks are laid out row-major (last
+// Shared by the MPI and the NCCL runtimes: a mesh shape comes packed
+// (spmdMeshWithAxis, SpmdRuntime.h), ranks are laid out row-major (last
 // axis fastest), and the group over a mask of axes is identified by the
 // coordinates outside the mask (its color) while the coordinates inside,
 // row-major, give the rank's position in it (its key) — the order compiled
@@ -12,6 +12,8 @@
 #ifndef SPMD_RUNTIME_MESHGROUP_H
 #define SPMD_RUNTIME_MESHGROUP_H
 
+#include "Spmd/Runtime/SpmdRuntime.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -20,8 +22,8 @@ namespace spmd::runtime {
 
 inline std::vector<int64_t> unpackMeshShape(int64_t packed) {
   std::vector<int64_t> shape;
-  for (int a = 0; a < 4; ++a) {
-    int64_t size = (packed >> (16 * a)) & 0xFFFF;
+  for (int32_t a = 0; a < SPMD_MESH_MAX_AXES; ++a) {
+    int64_t size = spmdMeshAxisSize(packed, a);
     if (size == 0)
       break;
     shape.push_back(size);

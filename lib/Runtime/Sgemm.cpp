@@ -1,12 +1,13 @@
 //===- Sgemm.cpp - the sgemm compiled CPU programs call -------------------===//
 //
 // spmd-lower-to-cpu turns f32 matmuls into calls of `spmdSgemm` (cblas_sgemm's
-// signature). By default it is OpenBLAS's cblas_sgemm. A process that already
-// has a faster sgemm can hand it over with `spmdSetSgemm`: the Python bridge
-// passes the Fortran `sgemm_` of the BLAS PyTorch itself runs (MKL in torch's
-// x86 wheels), so a compiled step multiplies matrices with the same library,
-// and the same threads setting, as the eager step it replaces; small
-// products stay on OpenBLAS, which is faster on them here.
+// arguments, the matrices by address). By default it is OpenBLAS's cblas_sgemm.
+// A process that already has a faster sgemm can hand it over with
+// `spmdSetSgemm`: the Python bridge passes the Fortran `sgemm_` of the BLAS
+// PyTorch itself runs (MKL in torch's x86 wheels), so a compiled step
+// multiplies matrices with the same library, and the same threads setting, as
+// the eager step it replaces; small products stay on OpenBLAS, which is faster
+// on them here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,8 +66,12 @@ void spmdSetSgemm(int64_t fortranSgemm) {
 }
 
 void spmdSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
-               int32_t n, int32_t k, float alpha, const float *a, int32_t lda,
-               const float *b, int32_t ldb, float beta, float *c, int32_t ldc) {
+               int32_t n, int32_t k, float alpha, int64_t aAddress, int32_t lda,
+               int64_t bAddress, int32_t ldb, float beta, int64_t cAddress,
+               int32_t ldc) {
+  const auto *a = reinterpret_cast<const float *>(aAddress);
+  const auto *b = reinterpret_cast<const float *>(bAddress);
+  auto *c = reinterpret_cast<float *>(cAddress);
   if (!spmd::trace::on()) {
     sgemmUntraced(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta,
                   c, ldc);

@@ -165,17 +165,6 @@ class Host:
 
     def __init__(self, lib):
         self.lib = lib
-        self._declare(lib)
-
-    @staticmethod
-    def _declare(lib):
-        """The ctypes signatures of the target's own runtime calls."""
-        lib.spmdSetSgemm.argtypes = [ctypes.c_int64]
-        lib.spmdSetSgemm.restype = None
-        lib.spmdHostMemory.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
-        lib.spmdHostMemory.restype = None
-        lib.spmdHostMemoryResetPeak.argtypes = []
-        lib.spmdHostMemoryResetPeak.restype = None
 
     def memory(self):
         """(live, peak) bytes of the program's temporaries (the runtime's
@@ -221,21 +210,6 @@ class Gpu(Host):
         # Device buffers for host inputs and host-side collectives, kept
         # (by slot) and grown when too small: no allocation per step.
         self.scratch = {}
-
-    @staticmethod
-    def _declare(lib):
-        lib.spmdGpuBuffer.restype = ctypes.c_int64
-        lib.spmdGpuBuffer.argtypes = [ctypes.c_int64]
-        lib.spmdGpuBufferFree.restype = None
-        lib.spmdGpuBufferFree.argtypes = [ctypes.c_int64]
-        lib.spmdGpuCopy.restype = None
-        lib.spmdGpuCopy.argtypes = [ctypes.c_int64] * 3
-        lib.spmdGpuWaitForStream.restype = None
-        lib.spmdGpuWaitForStream.argtypes = [ctypes.c_int64]
-        lib.spmdGpuMemory.restype = None
-        lib.spmdGpuMemory.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
-        lib.spmdGpuMemoryResetPeak.restype = None
-        lib.spmdGpuMemoryResetPeak.argtypes = []
 
     def memory(self):
         live, peak = ctypes.c_int64(), ctypes.c_int64()

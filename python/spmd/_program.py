@@ -20,21 +20,37 @@ step is traced into the imported function, _optimizer.py):
 per-rank program.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import List
 
 import torch
 
-from . import _sharding
+from . import _abi, _sharding
 from ._errors import UnsupportedError
 from ._trace import Traced
 from .placement import Shard
 
 _ELEMENT = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64",
             torch.int32: "i32", torch.bool: "i1"}
-# SpmdDType codes of the runtime.
-DTYPE_CODE = {torch.float32: 0, torch.float64: 1, torch.int32: 2,
-              torch.int64: 3, torch.bool: 6}
+class _DtypeCodes(Mapping):
+    """torch dtype -> the runtime's SpmdDType code, read from the ABI list
+    (RuntimeFunctions.def) on first use, not at import: a package installed
+    outside a checkout imports before it is told where the build is."""
+    _NAMES = {torch.float32: "F32", torch.float64: "F64",
+              torch.int32: "I32", torch.int64: "I64", torch.bool: "BOOL"}
+
+    def __getitem__(self, dtype):
+        return _abi.dtype_code(self._NAMES[dtype])
+
+    def __iter__(self):
+        return iter(self._NAMES)
+
+    def __len__(self):
+        return len(self._NAMES)
+
+
+DTYPE_CODE = _DtypeCodes()
 
 ENTRY = "train_step"
 CALLEE = "forward_backward"

@@ -26,7 +26,7 @@ import time
 
 import torch
 
-from . import _cpu, _device, _errors
+from . import _abi, _cpu, _device, _errors
 from ._toolchain import build_dir, runtime_library
 
 _lib = None
@@ -56,7 +56,7 @@ def torch_sgemm() -> int:
 
 # spmdTraceSetRegionHook's callback: a region's name at its begin, NULL at
 # its end.
-REGION_HOOK = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+REGION_HOOK = _abi.REGION_HOOK
 
 
 def runtime(hint=None):
@@ -74,45 +74,8 @@ def runtime(hint=None):
             ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
     lib = ctypes.CDLL(str(runtime_library(target != _device.CPU)),
                       mode=ctypes.RTLD_GLOBAL)
-    lib.spmdIsInitialized.restype = ctypes.c_int32
-    lib.spmdWorldRank.restype = ctypes.c_int32
-    lib.spmdWorldSize.restype = ctypes.c_int32
-    lib.spmdStateBind.restype = ctypes.c_int64
-    lib.spmdStateBind.argtypes = [ctypes.c_char_p, ctypes.c_int64,
-                                  ctypes.c_int32]
-    lib.spmdStateCount.argtypes = []
-    lib.spmdStateCount.restype = ctypes.c_int64
-    lib.spmdStateName.argtypes = [ctypes.c_int64]
-    lib.spmdStateName.restype = ctypes.c_char_p
-    lib.spmdStateData.argtypes = [ctypes.c_char_p,
-                                  ctypes.POINTER(ctypes.c_int64)]
-    lib.spmdStateData.restype = ctypes.c_int64
-    lib.spmdAllReduce.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] * 2 \
-        + [ctypes.c_int64] * 2
-    lib.spmdBroadcast.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int32] \
-        + [ctypes.c_int64] * 3
-    lib.spmdAllGather.argtypes = [ctypes.c_int64] * 5 + [ctypes.c_int32] \
-        + [ctypes.c_int64] * 2
-    lib.spmdAbort.argtypes = [ctypes.c_char_p]
-    # void functions: nothing to read back (test/Python/abi_check.py checks
-    # these declarations against SpmdRuntime.h).
-    for void in (lib.spmdAllReduce, lib.spmdBroadcast, lib.spmdAllGather,
-                 lib.spmdAbort):
-        void.restype = None
-    lib.spmdBackendName.restype = ctypes.c_char_p
-    lib.spmdTraceNow.argtypes = []
-    lib.spmdTraceNow.restype = ctypes.c_int64
-    lib.spmdTraceStart.argtypes = []
-    lib.spmdTraceStart.restype = None
-    lib.spmdTraceEvent.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
-                                   ctypes.c_int64, ctypes.c_int64,
-                                   ctypes.c_char_p]
-    lib.spmdTraceEvent.restype = None
-    lib.spmdTraceStop.argtypes = [ctypes.c_char_p, ctypes.c_int32]
-    lib.spmdTraceStop.restype = ctypes.c_int32
-    lib.spmdTraceSetRegionHook.argtypes = [REGION_HOOK]
-    lib.spmdTraceSetRegionHook.restype = None
-    # The target's own calls declared (Host / Gpu, _device.py).
+    # Every function's signature, from the ABI's one list (_abi.py).
+    _abi.declare(lib)
     device_target = (_device.Host(lib) if target == _device.CPU else
                      _device.Gpu(lib, mirrored=target == _device.EMULATOR))
     sgemm = torch_sgemm() if target == _device.CPU else 0
@@ -127,13 +90,7 @@ def runtime(hint=None):
             # exchange would need).
             _use_torch_store(lib)
         lib.spmdInit()
-    lib.spmdSetStep.argtypes = [ctypes.c_int64]
-    lib.spmdSetStep.restype = None
-    lib.spmdAnnounceLeaving.argtypes = [ctypes.c_char_p]
-    lib.spmdAnnounceLeaving.restype = None
     atexit.register(_leave, lib)
-    lib.spmdThreads.restype = ctypes.c_int32
-    lib.spmdThreads.argtypes = []
     _size_threads(lib.spmdThreads())
     _lib = lib
     _device_target = device_target
@@ -260,15 +217,10 @@ def _use_torch_store(lib):
             raise
         return 0
 
-    set_t = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, ctypes.c_void_p,
-                             ctypes.c_int64)
-    get_t = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, ctypes.c_void_p,
-                             ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
-    wait_t = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, ctypes.c_int64)
-    callbacks = (set_t(guarded(store_set)), get_t(guarded(store_get)),
-                 wait_t(guarded(store_wait)))
+    callbacks = (_abi.STORE_SET(guarded(store_set)),
+                 _abi.STORE_GET(guarded(store_get)),
+                 _abi.STORE_WAIT(guarded(store_wait)))
     _STORE[:] = [store, *callbacks]
-    lib.spmdUseStore.argtypes = [set_t, get_t, wait_t]
     lib.spmdUseStore(*callbacks)
 
 
@@ -322,25 +274,31 @@ def backend() -> str:
     return runtime().spmdBackendName().decode()
 
 
-def _all_reduce_i64(values, kind: int):
-    """Every rank's `values` (int64s) reduced element-wise."""
+def _world_mesh():
+    """(mesh, axes) of the group of every rank: a one-axis mesh."""
+    return _abi.pack_mesh([world_size()]), 1
+
+
+def _all_reduce_i64(values, kind: str):
+    """Every rank's `values` (int64s) reduced element-wise (`kind`: SUM,
+    MAX, MIN, ...)."""
     lib = runtime()
     data = torch.tensor(values, dtype=torch.int64)
     address, back = device().staged(data)
-    lib.spmdAllReduce(address, address, data.numel(), 3, kind,  # SPMD_I64
-                      world_size(), 1)
+    lib.spmdAllReduce(address, address, data.numel(), _abi.dtype_code("I64"),
+                      _abi.reduction_code(kind), *_world_mesh())
     back()
     return data.tolist()
 
 
 def all_ranks_max(value: int) -> int:
     """The largest of every rank's `value` (a status flag exchange)."""
-    return _all_reduce_i64([value], 2)[0]  # SPMD_MAX
+    return _all_reduce_i64([value], "MAX")[0]
 
 
 def all_ranks_min(value: int) -> int:
     """The smallest of every rank's `value`."""
-    return _all_reduce_i64([value], 3)[0]  # SPMD_MIN
+    return _all_reduce_i64([value], "MIN")[0]
 
 
 def agree_on_failure(error):
@@ -352,7 +310,7 @@ def all_ranks_agree(value: int) -> bool:
     """Whether every rank passed the same `value`."""
     # One all-reduce: max(v) == v and max(~v) == ~v on every rank iff all
     # ranks passed v.
-    high, low = _all_reduce_i64([value, ~value], 2)  # SPMD_MAX
+    high, low = _all_reduce_i64([value, ~value], "MAX")
     return high == value and low == ~value
 
 
@@ -377,7 +335,7 @@ def broadcast_(tensor: torch.Tensor, code: int, root: int = 0):
         return
     address, back = device().staged(tensor)
     runtime().spmdBroadcast(address, address, tensor.numel(), code, root,
-                            world_size(), 1)
+                            *_world_mesh())
     back()
 
 
@@ -389,5 +347,5 @@ def all_gather_(out: torch.Tensor, tensor: torch.Tensor, code: int):
     source, _ = device().staged(tensor, slot=0)
     target_address, back = device().staged(out, slot=1)
     runtime().spmdAllGather(source, target_address, 1, tensor.shape[0],
-                            tensor[0].numel(), code, world_size(), 1)
+                            tensor[0].numel(), code, *_world_mesh())
     back()

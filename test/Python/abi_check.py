@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""The runtime ABI is written in three places: the C headers
-(include/Spmd/Runtime/SpmdRuntime.h, SpmdGpuRuntime.h), the calls convert-spmd-to-runtime
-emits, and the ctypes declarations of the Python bridge (and its dtype
-codes). This checks that they agree, so that a change to one that the others
-miss fails a test instead of corrupting arguments at run time.
+"""The runtime ABI is listed once (include/Spmd/Runtime/RuntimeFunctions.def,
+GpuRuntimeFunctions.def) and generated three ways: the C prototypes of
+SpmdRuntime.h / SpmdGpuRuntime.h (the preprocessor), the compiler's call
+table (the declarations convert-spmd-to-runtime and the codegen passes
+emit), and the ctypes declarations of the Python bridge (its own parser of
+the .def, python/spmd/_abi.py, and its dtype codes). This checks the
+generated outputs against the preprocessed headers, so that a generator that
+reads the list differently fails a test instead of corrupting arguments at
+run time.
 
-    spmd-opt ... --convert-spmd-to-runtime | abi_check.py HEADER...
+    spmd-opt ... --convert-spmd-to-runtime | abi_check.py PREPROCESSED_HEADER...
 
 Reads the compiler's `func.func private @spmd...` declarations from stdin;
 prints one line per check.
@@ -15,7 +19,8 @@ import ctypes
 import re
 import sys
 
-C_TYPES = {"int64_t": "i64", "int32_t": "i32", "double": "f64", "void": None}
+C_TYPES = {"int64_t": "i64", "int32_t": "i32", "double": "f64", "float": "f32",
+           "size_t": "i64", "void": None}
 
 
 def c_type(text):
@@ -32,7 +37,8 @@ def header_functions(paths):
         text = open(path).read()
         text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
         text = re.sub(r"//[^\n]*", "", text)
-        for m in re.finditer(r"([A-Za-z_][\w\s\*]*?)\b(spmd\w+)\s*\(([^)]*)\)\s*;",
+        for m in re.finditer(r"([A-Za-z_][\w\s\*]*?)\b(spmd\w+|_mlir_memref_to_llvm_\w+)\s*"
+                             r"\(([^)]*)\)\s*;",
                              text):
             params = [p for p in m.group(3).split(",")
                       if p.strip() and p.strip() != "void"]
@@ -81,6 +87,12 @@ def ctypes_type(t):
         return "i64"
     if t in (ctypes.c_int32, ctypes.c_int):
         return "i32"
+    if t is ctypes.c_size_t:
+        return "i64"
+    if t is ctypes.c_float:
+        return "f32"
+    if t is ctypes.c_double:
+        return "f64"
     if t in (ctypes.c_char_p, ctypes.c_void_p) or \
             getattr(t, "_flags_", 0) & ctypes._FUNCFLAG_CDECL or \
             (isinstance(t, type) and issubclass(t, ctypes._Pointer)):

@@ -9,13 +9,11 @@ import sys
 
 import torch
 
-from spmd import _runtime
+from spmd import _abi, _runtime
 from spmd._toolchain import runtime_library
 
 lib = ctypes.CDLL(str(runtime_library()))
-lib.spmdSetSgemm.argtypes = [ctypes.c_int64]
-f32, i32, ptr = ctypes.c_float, ctypes.c_int32, ctypes.c_void_p
-lib.spmdSgemm.argtypes = [i32] * 6 + [f32, ptr, i32, ptr, i32, f32, ptr, i32]
+_abi.declare(lib)  # the signatures of RuntimeFunctions.def
 ROW, NO, TRANS = 101, 111, 112
 
 torch.manual_seed(0)

@@ -1,8 +1,11 @@
 //===- RuntimeCalls.h - building calls into libSpmdRuntime ------*- C++ -*-===//
 //
 // What the lowerings to runtime calls share (convert-spmd-to-runtime,
-// spmd-lower-attention, spmd-trace-regions, spmd-gpu-trace-sources): a call
-// of a runtime function, declared private in the module on first use; a
+// spmd-lower-attention, spmd-trace-regions, the GPU codegen passes): the
+// runtime's functions as a typed table generated from
+// Spmd/Runtime/RuntimeFunctions.def and GpuRuntimeFunctions.def (the one
+// list of the ABI, which the C headers and the Python bridge read too); a
+// call of one, declared private in the module on first use; a
 // buffer's address as the i64 the C ABI takes, and a memref over an
 // address the runtime returned; a constant C string; the
 // name a trace gives the code of a location.
@@ -17,14 +20,38 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <optional>
+
 namespace mlir::spmd {
 
-/// A call of runtime function `name` at the builder's insertion point; the
-/// function is declared (private, with these argument and result types) at
-/// the end of `module` unless it already is.
+/// The runtime's functions (libSpmdRuntime's, then libSpmdGpuRuntime's own),
+/// named as in C.
+enum class RuntimeFunction : unsigned {
+#define SPMD_RUNTIME_FUNCTION(Name, Result, Params) Name,
+#include "Spmd/Runtime/RuntimeFunctions.def"
+#define SPMD_RUNTIME_FUNCTION(Name, Result, Params) Name,
+#include "Spmd/Runtime/GpuRuntimeFunctions.def"
+};
+
+/// The C name of `fn`.
+StringRef runtimeFunctionName(RuntimeFunction fn);
+
+/// The MLIR type of `fn`'s calls: i32, i64, f32, f64 as in C; strings,
+/// callbacks and pointers !llvm.ptr; size_t i64; void results none.
+FunctionType runtimeFunctionType(MLIRContext *ctx, RuntimeFunction fn);
+
+/// The runtime function `name` names, if it is one.
+std::optional<RuntimeFunction> lookupRuntimeFunction(StringRef name);
+
+/// Whether `op` is a func.call of `fn`.
+bool isRuntimeCall(Operation *op, RuntimeFunction fn);
+
+/// A call of `fn` at the builder's insertion point, with the table's result
+/// types; `fn` is declared (private) at the end of `module` unless it
+/// already is. Arguments of other types than the table's are a bug of the
+/// caller: it fails with a message naming the function and the argument.
 func::CallOp callRuntime(OpBuilder &b, ModuleOp module, Location loc,
-                         StringRef name, ValueRange args,
-                         TypeRange results = {});
+                         RuntimeFunction fn, ValueRange args);
 
 /// The aligned address of `memref` as an i64.
 Value bufferAddress(OpBuilder &b, Location loc, Value memref);

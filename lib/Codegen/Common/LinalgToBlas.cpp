@@ -1,6 +1,7 @@
 //===- LinalgToBlas.cpp - f32 (batched) matmuls on buffers to sgemm calls -===//
 
 #include "Spmd/Codegen/Passes.h"
+#include "Spmd/Conversion/RuntimeCalls.h"
 #include "Spmd/Dialect/Spmd/Transforms/MatmulMaps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -18,6 +19,9 @@ namespace mlir::spmd {
 } // namespace mlir::spmd
 
 using namespace mlir;
+using mlir::spmd::callRuntime;
+using mlir::spmd::lookupRuntimeFunction;
+using mlir::spmd::RuntimeFunction;
 
 namespace {
 
@@ -72,44 +76,64 @@ struct ConvertLinalgToBlasPass
     return failure();
   }
 
-  void convert(linalg::LinalgOp op, ModuleOp module) {
+  static Type element(Value v) {
+    return cast<MemRefType>(v.getType()).getElementType();
+  }
+
+  /// A matmul this pass turns into a GEMM call: its form, and the zero fill
+  /// of its output right before it (beta = 0), if any.
+  struct Gemm {
+    bool batched, bf16, transA, transB;
+    int64_t rank;
+    linalg::FillOp zeroFill;
+  };
+
+  /// `op` as a GEMM call computes it, or nothing when no call can: row-
+  /// contiguous buffers, f32 throughout or (with bf16-function) bf16
+  /// operands accumulated into f32, a plain multiply-add body, maps that at
+  /// most transpose one operand.
+  std::optional<Gemm> match(linalg::LinalgOp op) {
     bool batched = isa<linalg::BatchMatmulOp>(op);
     int64_t rank = batched ? 3 : 2;
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
         !isRowContiguous(op.getDpsInputs()[0], rank) ||
         !isRowContiguous(op.getDpsInputs()[1], rank) ||
         !isRowContiguous(op.getDpsInits()[0], rank))
-      return;
-    // f32 throughout, or (with bf16-function) bf16 operands accumulated into
-    // f32, as autocast's matmuls.
-    auto element = [](Value v) {
-      return cast<MemRefType>(v.getType()).getElementType();
-    };
+      return std::nullopt;
     Type ta = element(op.getDpsInputs()[0]), tb = element(op.getDpsInputs()[1]),
          tc = element(op.getDpsInits()[0]);
     bool bf16 = ta.isBF16() && tb.isBF16() && tc.isF32();
     if (!(ta.isF32() && tb.isF32() && tc.isF32()) && !bf16)
-      return;
+      return std::nullopt;
     if (bf16 &&
         (bf16Function.empty() || (batched && bf16BatchedFunction.empty())))
-      return;
+      return std::nullopt;
     // Plain multiply-add bodies only (no casts between element types).
     if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation()))
       if (matmul.getCast() != linalg::TypeFn::cast_signed)
-        return;
+        return std::nullopt;
     FailureOr<std::pair<bool, bool>> trans = transposes(op, batched);
     if (failed(trans))
-      return;
-    auto [transA, transB] = *trans;
-
-    // A zero fill of the output right before the matmul is beta = 0.
-    linalg::FillOp zeroFill;
+      return std::nullopt;
+    Gemm gemm{batched, bf16, trans->first, trans->second, rank, {}};
     if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode()))
       if (fill.hasPureBufferSemantics() &&
           fill.getOutputs()[0] == op.getDpsInits()[0] &&
           matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
-        zeroFill = fill;
+        gemm.zeroFill = fill;
+    return gemm;
+  }
 
+  void convert(linalg::LinalgOp op, ModuleOp module) {
+    if (std::optional<Gemm> gemm = match(op))
+      emit(op, module, *gemm);
+  }
+
+  /// The GEMM call (one, strided-batched, or a loop of calls) in place of
+  /// `op` (and its zero fill).
+  void emit(linalg::LinalgOp op, ModuleOp module, const Gemm &gemm) {
+    bool batched = gemm.batched, transA = gemm.transA;
+    int64_t rank = gemm.rank;
     OpBuilder b(op);
     Location loc = op.getLoc();
     Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
@@ -157,21 +181,15 @@ struct ConvertLinalgToBlasPass
     Matrix ma = matrix(a), mb = matrix(bm), mc = matrix(c);
     Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
     Value beta = arith::ConstantOp::create(
-        b, loc, b.getF32FloatAttr(zeroFill ? 0.0f : 1.0f));
+        b, loc, b.getF32FloatAttr(gemm.zeroFill ? 0.0f : 1.0f));
     Value rowMajor = constI32(kRowMajor);
     Value opA = constI32(transA ? kTrans : kNoTrans);
-    Value opB = constI32(transB ? kTrans : kNoTrans);
-    StringRef name = bf16 ? StringRef(bf16Function) : StringRef(function);
+    Value opB = constI32(gemm.transB ? kTrans : kNoTrans);
+    StringRef name = gemm.bf16 ? StringRef(bf16Function) : StringRef(function);
     StringRef batchedName =
-        bf16 ? StringRef(bf16BatchedFunction) : StringRef(batchedFunction);
-    auto declare = [&](StringRef callee, ValueRange args) {
-      if (module.lookupSymbol<func::FuncOp>(callee))
-        return;
-      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-      auto decl = func::FuncOp::create(
-          mb, module.getLoc(), callee,
-          mb.getFunctionType(ValueRange(args).getTypes(), {}));
-      decl.setPrivate();
+        gemm.bf16 ? StringRef(bf16BatchedFunction) : StringRef(batchedFunction);
+    auto emitCall = [&](StringRef callee, ValueRange args) {
+      callGemm(b, module, loc, callee, args);
     };
     auto call = [&](Value batch) {
       SmallVector<Value> args{rowMajor,
@@ -188,8 +206,7 @@ struct ConvertLinalgToBlasPass
                               beta,
                               address(mc, batch),
                               mc.lead};
-      declare(name, args);
-      func::CallOp::create(b, loc, name, TypeRange{}, args);
+      emitCall(name, args);
     };
     auto i64 = [&](Value index) {
       return arith::IndexCastOp::create(b, loc, b.getI64Type(), index)
@@ -217,8 +234,7 @@ struct ConvertLinalgToBlasPass
                               mc.lead,
                               i64(mc.batchStride),
                               dim(c, 0)};
-      declare(batchedName, args);
-      func::CallOp::create(b, loc, batchedName, TypeRange{}, args);
+      emitCall(batchedName, args);
     } else if (batched) {
       // One GEMM per matrix of the batch.
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -231,8 +247,27 @@ struct ConvertLinalgToBlasPass
       call(Value());
     }
     op->erase();
-    if (zeroFill)
-      zeroFill.erase();
+    if (linalg::FillOp fill = gemm.zeroFill)
+      fill.erase();
+  }
+
+  /// A call of `callee`: a runtime function (spmdSgemm, spmdGpuSgemm, ...)
+  /// as the runtime's call table types it; another (cblas_sgemm) declared
+  /// with the arguments' types.
+  static void callGemm(OpBuilder &b, ModuleOp module, Location loc,
+                       StringRef callee, ValueRange args) {
+    if (std::optional<RuntimeFunction> fn = lookupRuntimeFunction(callee)) {
+      callRuntime(b, module, loc, *fn, args);
+      return;
+    }
+    if (!module.lookupSymbol<func::FuncOp>(callee)) {
+      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+      auto decl = func::FuncOp::create(
+          mb, module.getLoc(), callee,
+          mb.getFunctionType(ValueRange(args).getTypes(), {}));
+      decl.setPrivate();
+    }
+    func::CallOp::create(b, loc, callee, TypeRange{}, args);
   }
 };
 

@@ -89,8 +89,8 @@ private:
   /// mask's element strides along B, H and L (0 where it broadcasts).
   FailureOr<SmallVector<Value>> sizes(Operation *op, Value q, Value k, Value v,
                                       Value mask, Location loc);
-  void call(StringRef name, ValueRange args, Location loc) {
-    callRuntime(b, module, loc, name, args);
+  void call(RuntimeFunction fn, ValueRange args, Location loc) {
+    callRuntime(b, module, loc, fn, args);
   }
   Value result(Value buffer, Type type, Location loc) {
     return bufferization::ToTensorOp::create(b, loc, type, buffer,
@@ -396,7 +396,9 @@ LogicalResult AttentionLowering::lower(AttentionOp op) {
       arith::ConstantFloatOp::create(b, loc, b.getF64Type(), op.getScale()));
   args.push_back(i64(op.getCausal(), loc));
   args.append(strides);
-  call(gpu ? "spmdGpuAttentionForward" : "spmdAttentionForward", args, loc);
+  call(gpu ? RuntimeFunction::spmdGpuAttentionForward
+           : RuntimeFunction::spmdAttentionForward,
+       args, loc);
   op.getLse().replaceAllUsesWith(result(lse, op.getLse().getType(), loc));
   replaceOutputs(buffers, loc);
   op.erase();
@@ -437,7 +439,9 @@ LogicalResult AttentionLowering::lower(AttentionGradOp op) {
       arith::ConstantFloatOp::create(b, loc, b.getF64Type(), op.getScale()));
   args.push_back(i64(op.getCausal(), loc));
   args.append(strides);
-  call(gpu ? "spmdGpuAttentionBackward" : "spmdAttentionBackward", args, loc);
+  call(gpu ? RuntimeFunction::spmdGpuAttentionBackward
+           : RuntimeFunction::spmdAttentionBackward,
+       args, loc);
   replaceOutputs(buffers, loc);
   if (packed) {
     // The concatenation is the packed buffer; its inputs' chains go.

@@ -13,6 +13,7 @@
 #define SPMD_LIB_CONVERSION_GPU_FOOTPRINT_H
 
 #include "BufferRoots.h"
+#include "Spmd/Conversion/RuntimeCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -56,20 +57,27 @@ struct Footprint {
 /// they write (a GEMM's C, attention's outputs, a collective's output); the
 /// others they read. Null for any other function.
 inline const SmallVector<unsigned> *writtenAddresses(StringRef callee) {
-  static const llvm::StringMap<SmallVector<unsigned>> functions = {
-      {"spmdGpuSgemm", {12}},
-      {"spmdGpuSgemmPair", {12, 26}},
-      {"spmdGpuSgemmStridedBatchedPair", {14, 32}},
-      {"spmdGpuGemmBf16", {12}},
-      {"spmdGpuSgemmStridedBatched", {14}},
-      {"spmdGpuGemmBf16StridedBatched", {14}},
-      {"spmdGpuAttentionForward", {4, 5}},
-      {"spmdGpuAttentionBackward", {7, 8, 9}},
-      {"spmdAllReduceStart", {1}},
-      {"spmdBroadcastStart", {1}},
-      {"spmdAllGatherStart", {1}},
-      {"spmdReduceScatterStart", {1}},
-      {"spmdAllToAll4Start", {1}}};
+  using RF = spmd::RuntimeFunction;
+  static const llvm::StringMap<SmallVector<unsigned>> functions = [] {
+    llvm::StringMap<SmallVector<unsigned>> map;
+    auto add = [&](RF fn, SmallVector<unsigned> written) {
+      map[spmd::runtimeFunctionName(fn)] = std::move(written);
+    };
+    add(RF::spmdGpuSgemm, {12});
+    add(RF::spmdGpuSgemmPair, {12, 26});
+    add(RF::spmdGpuSgemmStridedBatchedPair, {14, 32});
+    add(RF::spmdGpuGemmBf16, {12});
+    add(RF::spmdGpuSgemmStridedBatched, {14});
+    add(RF::spmdGpuGemmBf16StridedBatched, {14});
+    add(RF::spmdGpuAttentionForward, {4, 5});
+    add(RF::spmdGpuAttentionBackward, {7, 8, 9});
+    add(RF::spmdAllReduceStart, {1});
+    add(RF::spmdBroadcastStart, {1});
+    add(RF::spmdAllGatherStart, {1});
+    add(RF::spmdReduceScatterStart, {1});
+    add(RF::spmdAllToAll4Start, {1});
+    return map;
+  }();
   auto it = functions.find(callee);
   return it == functions.end() ? nullptr : &it->second;
 }
@@ -79,9 +87,8 @@ inline const SmallVector<unsigned> *writtenAddresses(StringRef callee) {
 /// on the first call, the same address after): it touches none of the
 /// program's buffers, and may run earlier.
 inline bool isAddressLookup(Operation *op) {
-  auto call = dyn_cast<func::CallOp>(op);
-  return call && (call.getCallee() == "spmdGpuStateAddress" ||
-                  call.getCallee() == "spmdGpuConstantAddress");
+  return spmd::isRuntimeCall(op, spmd::RuntimeFunction::spmdGpuStateAddress) ||
+         spmd::isRuntimeCall(op, spmd::RuntimeFunction::spmdGpuConstantAddress);
 }
 
 /// Whether `op` touches no memory, or only allocates a fresh buffer: what
@@ -182,7 +189,7 @@ inline Footprint callFootprint(func::CallOp call) {
   StringRef callee = call.getCallee();
   if (isAddressLookup(call))
     return f;
-  if (callee == "spmdWait" && call.getNumOperands() == 1) {
+  if (spmd::isRuntimeCall(call, spmd::RuntimeFunction::spmdWait)) {
     auto start = call.getOperand(0).getDefiningOp<func::CallOp>();
     if (start && writtenAddresses(start.getCallee()))
       return callFootprint(start);

@@ -13,6 +13,7 @@
 #include "Spmd/Codegen/GPU/Passes.h"
 #include "Spmd/Conversion/RuntimeCalls.h"
 #include "Spmd/Dialect/Spmd/IR/SpmdDialect.h"
+#include "Spmd/Runtime/SpmdRuntime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -53,46 +54,28 @@ FailureOr<Value> stateBuffer(OpBuilder &b, memref::GetGlobalOp get,
   Type element = type.getElementType();
   int32_t code;
   if (element.isF32())
-    code = 0;
+    code = SPMD_F32;
   else if (element.isF64())
-    code = 1;
+    code = SPMD_F64;
   else if (element.isInteger(32))
-    code = 2;
+    code = SPMD_I32;
   else if (element.isInteger(64))
-    code = 3;
+    code = SPMD_I64;
   else
     return get.emitError("spmd-gpu-memory: state of element type ")
            << element << " (supported: f32, f64, i32, i64)";
-  MLIRContext *ctx = b.getContext();
-  auto ptrType = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = b.getI64Type();
-  StringRef callee = "spmdGpuStateAddress";
-  if (!module.lookupSymbol<func::FuncOp>(callee)) {
-    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-    auto decl = func::FuncOp::create(
-        mb, loc, callee,
-        mb.getFunctionType({ptrType, i64, mb.getI32Type()}, {i64}));
-    decl.setPrivate();
-  }
   // The name as a NUL-terminated string constant.
-  std::string symbol = ("__spmd_gpu_state_name_" + get.getName()).str();
-  if (!module.lookupSymbol(symbol)) {
-    std::string text = get.getName().str();
-    text.push_back('\0');
-    OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
-    LLVM::GlobalOp::create(
-        mb, loc, LLVM::LLVMArrayType::get(mb.getI8Type(), text.size()),
-        /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
-        mb.getStringAttr(text));
-  }
+  Value name =
+      spmd::stringConstant(b, module, loc, get.getName(),
+                           ("__spmd_gpu_state_name_" + get.getName()).str());
   // i1 is a byte in memory, as torch.bool.
   int64_t bytes =
       type.getNumElements() * ((element.getIntOrFloatBitWidth() + 7) / 8);
-  Value name = LLVM::AddressOfOp::create(b, loc, ptrType, symbol);
   Value size = arith::ConstantIntOp::create(b, loc, bytes, 64);
   Value dtype = arith::ConstantIntOp::create(b, loc, code, 32);
-  Value address = func::CallOp::create(b, loc, callee, TypeRange{i64},
-                                       ValueRange{name, size, dtype})
+  Value address = spmd::callRuntime(b, module, loc,
+                                    spmd::RuntimeFunction::spmdGpuStateAddress,
+                                    {name, size, dtype})
                       .getResult(0);
   return deviceMemRef(b, loc, type, address, ("state:" + get.getName()).str());
 }
@@ -105,13 +88,6 @@ Value constantBuffer(OpBuilder &b, memref::GetGlobalOp get, ModuleOp module) {
   Location loc = get.getLoc();
   MemRefType type = get.getType();
   Type i64 = b.getI64Type();
-  StringRef callee = "spmdGpuConstantAddress";
-  if (!module.lookupSymbol<func::FuncOp>(callee)) {
-    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-    auto decl = func::FuncOp::create(mb, loc, callee,
-                                     mb.getFunctionType({i64, i64}, {i64}));
-    decl.setPrivate();
-  }
   auto host = memref::GetGlobalOp::create(b, loc, type, get.getNameAttr());
   Value hostIndex =
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, host.getResult());
@@ -119,9 +95,11 @@ Value constantBuffer(OpBuilder &b, memref::GetGlobalOp get, ModuleOp module) {
   int64_t bytes =
       type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
   Value size = arith::ConstantIntOp::create(b, loc, bytes, 64);
-  Value address = func::CallOp::create(b, loc, callee, TypeRange{i64},
-                                       ValueRange{hostAddress, size})
-                      .getResult(0);
+  Value address =
+      spmd::callRuntime(b, module, loc,
+                        spmd::RuntimeFunction::spmdGpuConstantAddress,
+                        {hostAddress, size})
+          .getResult(0);
   return deviceMemRef(b, loc, type, address,
                       ("constant:" + get.getName()).str());
 }

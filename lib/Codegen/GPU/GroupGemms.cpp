@@ -35,25 +35,22 @@ namespace {
 /// bounds the pass's cost on long straight-line steps.
 constexpr int kWindow = 32;
 
-/// The f32 GEMM calls that pair up (SpmdGpuRuntime.h): the callee, its
-/// operand count, and the pair's callee.
+/// The f32 GEMM calls that pair up (GpuRuntimeFunctions.def): the callee
+/// and the pair's callee.
 struct GemmKind {
-  StringLiteral callee;
-  unsigned operands;
-  StringLiteral pair;
+  spmd::RuntimeFunction callee;
+  spmd::RuntimeFunction pair;
 };
 constexpr GemmKind kKinds[] = {
-    {"spmdGpuSgemm", 14, "spmdGpuSgemmPair"},
-    {"spmdGpuSgemmStridedBatched", 18, "spmdGpuSgemmStridedBatchedPair"}};
+    {spmd::RuntimeFunction::spmdGpuSgemm,
+     spmd::RuntimeFunction::spmdGpuSgemmPair},
+    {spmd::RuntimeFunction::spmdGpuSgemmStridedBatched,
+     spmd::RuntimeFunction::spmdGpuSgemmStridedBatchedPair}};
 
 /// The kind of GEMM `op` calls, if it is one that pairs up.
 const GemmKind *gemmKind(Operation *op) {
-  auto call = dyn_cast<func::CallOp>(op);
-  if (!call || call.getNumResults() != 0)
-    return nullptr;
   for (const GemmKind &kind : kKinds)
-    if (call.getCallee() == kind.callee &&
-        call.getNumOperands() == kind.operands)
+    if (spmd::isRuntimeCall(op, kind.callee))
       return &kind;
   return nullptr;
 }

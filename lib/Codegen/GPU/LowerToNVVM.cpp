@@ -14,6 +14,7 @@
 #include "Spmd/Codegen/GPU/Passes.h"
 #include "Spmd/Codegen/Passes.h"
 #include "Spmd/Conversion/Passes.h"
+#include "Spmd/Conversion/RuntimeCalls.h"
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -126,14 +127,21 @@ void mlir::spmd::buildGpuLowering(OpPassManager &pm,
   });
   // Device buffers; matmuls to cuBLAS; the rest to kernels.
   spmd::ConvertLinalgToBlasPassOptions blas;
-  blas.function = "spmdGpuSgemm";
+  blas.function =
+      spmd::runtimeFunctionName(spmd::RuntimeFunction::spmdGpuSgemm).str();
   // A batched matmul (attention's q @ k^T, att @ v and their gradients) is
   // one cuBLAS strided-batched GEMM, not a loop of calls.
   blas.batched = true;
-  blas.batchedFunction = "spmdGpuSgemmStridedBatched";
+  blas.batchedFunction = spmd::runtimeFunctionName(
+                             spmd::RuntimeFunction::spmdGpuSgemmStridedBatched)
+                             .str();
   // Autocast's bf16 matmuls (f32 accumulation) through cublasGemmEx.
-  blas.bf16Function = "spmdGpuGemmBf16";
-  blas.bf16BatchedFunction = "spmdGpuGemmBf16StridedBatched";
+  blas.bf16Function =
+      spmd::runtimeFunctionName(spmd::RuntimeFunction::spmdGpuGemmBf16).str();
+  blas.bf16BatchedFunction =
+      spmd::runtimeFunctionName(
+          spmd::RuntimeFunction::spmdGpuGemmBf16StridedBatched)
+          .str();
   pm.addPass(spmd::createConvertLinalgToBlasPass(blas));
   // Scalars the host would read back from the device (optimizer step
   // counters) computed in the kernels that use them.

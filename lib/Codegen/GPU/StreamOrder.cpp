@@ -15,7 +15,6 @@
 #include "Spmd/Conversion/RuntimeCalls.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/StringSet.h"
 
 namespace mlir::spmd {
 #define GEN_PASS_DEF_SPMDGPUSTREAMORDERPASS
@@ -29,38 +28,45 @@ namespace {
 /// Runtime functions that order their device work on the program stream
 /// inside a program (SpmdGpuRuntime.h), or touch no device memory.
 bool isStreamOrdered(StringRef callee) {
-  static const llvm::StringSet<> names = {"spmdGpuSgemm",
-                                          "spmdGpuSgemmPair",
-                                          "spmdGpuSgemmStridedBatchedPair",
-                                          "spmdGpuSgemmStridedBatched",
-                                          "spmdGpuGemmBf16",
-                                          "spmdGpuGemmBf16StridedBatched",
-                                          "spmdAllReduceStart",
-                                          "spmdBroadcastStart",
-                                          "spmdAllGatherStart",
-                                          "spmdReduceScatterStart",
-                                          "spmdAllToAll4Start",
-                                          "spmdWait",
-                                          "spmdAllReduce",
-                                          "spmdBroadcast",
-                                          "spmdAllGather",
-                                          "spmdReduceScatter",
-                                          "spmdAllToAll4",
-                                          "spmdGroupStart",
-                                          "spmdGroupEnd",
-                                          "spmdGpuStateAddress",
-                                          "spmdGpuConstantAddress",
-                                          "spmdAxisIndex",
-                                          "spmdProgramCheck",
-                                          "spmdWorldRank",
-                                          "spmdWorldSize",
-                                          "spmd_register_state",
-                                          "spmdTraceBegin",
-                                          "spmdTraceEnd",
-                                          "spmdGpuTraceSource",
-                                          "spmdGpuAttentionForward",
-                                          "spmdGpuAttentionBackward"};
-  return names.contains(callee);
+  using RF = spmd::RuntimeFunction;
+  std::optional<RF> fn = spmd::lookupRuntimeFunction(callee);
+  if (!fn)
+    return false;
+  switch (*fn) {
+  case RF::spmdGpuSgemm:
+  case RF::spmdGpuSgemmPair:
+  case RF::spmdGpuSgemmStridedBatchedPair:
+  case RF::spmdGpuSgemmStridedBatched:
+  case RF::spmdGpuGemmBf16:
+  case RF::spmdGpuGemmBf16StridedBatched:
+  case RF::spmdAllReduceStart:
+  case RF::spmdBroadcastStart:
+  case RF::spmdAllGatherStart:
+  case RF::spmdReduceScatterStart:
+  case RF::spmdAllToAll4Start:
+  case RF::spmdWait:
+  case RF::spmdAllReduce:
+  case RF::spmdBroadcast:
+  case RF::spmdAllGather:
+  case RF::spmdReduceScatter:
+  case RF::spmdAllToAll4:
+  case RF::spmdGroupStart:
+  case RF::spmdGroupEnd:
+  case RF::spmdGpuStateAddress:
+  case RF::spmdGpuConstantAddress:
+  case RF::spmdAxisIndex:
+  case RF::spmdProgramCheck:
+  case RF::spmdWorldRank:
+  case RF::spmdWorldSize:
+  case RF::spmdTraceBegin:
+  case RF::spmdTraceEnd:
+  case RF::spmdGpuTraceSource:
+  case RF::spmdGpuAttentionForward:
+  case RF::spmdGpuAttentionBackward:
+    return true;
+  default:
+    return false;
+  }
 }
 
 /// Whether the host may run `op` without waiting for the device.
@@ -174,10 +180,12 @@ struct SpmdGpuStreamOrderPass
           return signalPassFailure();
       // The runtime orders its calls on the program stream in between.
       OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
-      spmd::callRuntime(b, module, func.getLoc(), "spmdGpuProgramBegin", {});
+      spmd::callRuntime(b, module, func.getLoc(),
+                        spmd::RuntimeFunction::spmdGpuProgramBegin, {});
       func.walk([&](func::ReturnOp ret) {
         b.setInsertionPoint(ret);
-        spmd::callRuntime(b, module, ret.getLoc(), "spmdGpuProgramEnd", {});
+        spmd::callRuntime(b, module, ret.getLoc(),
+                          spmd::RuntimeFunction::spmdGpuProgramEnd, {});
       });
     }
   }

@@ -29,10 +29,24 @@ bool isDeviceWork(Operation *op) {
   if (isa<gpu::LaunchFuncOp>(op))
     return true;
   auto call = dyn_cast<func::CallOp>(op);
-  return call && call.getCallee().starts_with("spmdGpu") &&
-         call.getCallee() != "spmdGpuTraceSource" &&
-         !call.getCallee().starts_with("spmdGpuProgram") &&
-         !call.getCallee().ends_with("Address");
+  std::optional<spmd::RuntimeFunction> fn =
+      call ? spmd::lookupRuntimeFunction(call.getCallee()) : std::nullopt;
+  if (!fn)
+    return false;
+  using RF = spmd::RuntimeFunction;
+  switch (*fn) {
+  case RF::spmdGpuSgemm:
+  case RF::spmdGpuSgemmPair:
+  case RF::spmdGpuSgemmStridedBatched:
+  case RF::spmdGpuSgemmStridedBatchedPair:
+  case RF::spmdGpuGemmBf16:
+  case RF::spmdGpuGemmBf16StridedBatched:
+  case RF::spmdGpuAttentionForward:
+  case RF::spmdGpuAttentionBackward:
+    return true;
+  default:
+    return false;
+  }
 }
 
 struct SpmdGpuTraceSourcesPass
@@ -57,7 +71,8 @@ struct SpmdGpuTraceSourcesPass
       } else {
         text = names.get(b, module, op->getLoc(), name);
       }
-      spmd::callRuntime(b, module, op->getLoc(), "spmdGpuTraceSource", {text});
+      spmd::callRuntime(b, module, op->getLoc(),
+                        spmd::RuntimeFunction::spmdGpuTraceSource, {text});
     }
   }
 

@@ -8,18 +8,138 @@
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
+using spmd::RuntimeFunction;
+
+namespace {
+
+/// The type names of RuntimeFunctions.def.
+enum class AbiType {
+  Void,
+  I32,
+  I64,
+  F32,
+  F64,
+  Str,
+  I64Ptr,
+  Size,
+  VoidPtr,
+  StoreSet,
+  StoreGet,
+  StoreWait,
+  RegionHook
+};
+
+struct FunctionInfo {
+  StringLiteral name;
+  AbiType result;
+  std::vector<AbiType> params;
+};
+
+#define SPMD_UNPAREN(...) __VA_ARGS__
+
+const std::vector<FunctionInfo> &functionTable() {
+  static const std::vector<FunctionInfo> table = {
+#define SPMD_ARG(Type, name) AbiType::Type
+#define SPMD_NO_ARGS
+#define SPMD_RUNTIME_FUNCTION(Name, Result, Params)                            \
+  {#Name, AbiType::Result, {SPMD_UNPAREN Params}},
+#include "Spmd/Runtime/RuntimeFunctions.def"
+#define SPMD_ARG(Type, name) AbiType::Type
+#define SPMD_NO_ARGS
+#define SPMD_RUNTIME_FUNCTION(Name, Result, Params)                            \
+  {#Name, AbiType::Result, {SPMD_UNPAREN Params}},
+#include "Spmd/Runtime/GpuRuntimeFunctions.def"
+  };
+  return table;
+}
+
+const FunctionInfo &info(RuntimeFunction fn) {
+  return functionTable()[static_cast<unsigned>(fn)];
+}
+
+Type mlirType(MLIRContext *ctx, AbiType type) {
+  Builder b(ctx);
+  switch (type) {
+  case AbiType::Void:
+    return {};
+  case AbiType::I32:
+    return b.getI32Type();
+  case AbiType::I64:
+  case AbiType::Size:
+    return b.getI64Type();
+  case AbiType::F32:
+    return b.getF32Type();
+  case AbiType::F64:
+    return b.getF64Type();
+  case AbiType::Str:
+  case AbiType::I64Ptr:
+  case AbiType::VoidPtr:
+  case AbiType::StoreSet:
+  case AbiType::StoreGet:
+  case AbiType::StoreWait:
+  case AbiType::RegionHook:
+    return LLVM::LLVMPointerType::get(ctx);
+  }
+  llvm_unreachable("unknown ABI type");
+}
+
+} // namespace
+
+StringRef mlir::spmd::runtimeFunctionName(RuntimeFunction fn) {
+  return info(fn).name;
+}
+
+FunctionType mlir::spmd::runtimeFunctionType(MLIRContext *ctx,
+                                             RuntimeFunction fn) {
+  const FunctionInfo &f = info(fn);
+  SmallVector<Type> params;
+  for (AbiType p : f.params)
+    params.push_back(mlirType(ctx, p));
+  SmallVector<Type> results;
+  if (Type result = mlirType(ctx, f.result))
+    results.push_back(result);
+  return FunctionType::get(ctx, params, results);
+}
+
+std::optional<RuntimeFunction>
+mlir::spmd::lookupRuntimeFunction(StringRef name) {
+  static const llvm::StringMap<RuntimeFunction> byName = [] {
+    llvm::StringMap<RuntimeFunction> map;
+    for (auto [i, f] : llvm::enumerate(functionTable()))
+      map[f.name] = static_cast<RuntimeFunction>(i);
+    return map;
+  }();
+  auto it = byName.find(name);
+  if (it == byName.end())
+    return std::nullopt;
+  return it->second;
+}
+
+bool mlir::spmd::isRuntimeCall(Operation *op, RuntimeFunction fn) {
+  auto call = dyn_cast_or_null<func::CallOp>(op);
+  return call && call.getCallee() == runtimeFunctionName(fn);
+}
 
 func::CallOp mlir::spmd::callRuntime(OpBuilder &b, ModuleOp module,
-                                     Location loc, StringRef name,
-                                     ValueRange args, TypeRange results) {
+                                     Location loc, RuntimeFunction fn,
+                                     ValueRange args) {
+  StringRef name = runtimeFunctionName(fn);
+  FunctionType type = runtimeFunctionType(b.getContext(), fn);
+  if (TypeRange(args.getTypes()) != type.getInputs()) {
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    os << "spmd: a call of runtime function " << name << " with arguments (";
+    llvm::interleaveComma(args.getTypes(), os);
+    os << "), where RuntimeFunctions.def says " << type;
+    llvm::report_fatal_error(StringRef(message));
+  }
   if (!module.lookupSymbol<func::FuncOp>(name)) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(module.getBody());
-    auto fn = func::FuncOp::create(b, module.getLoc(), name,
-                                   b.getFunctionType(args.getTypes(), results));
-    fn.setPrivate();
+    auto decl = func::FuncOp::create(b, module.getLoc(), name, type);
+    decl.setPrivate();
   }
-  return func::CallOp::create(b, loc, name, results, args);
+  return func::CallOp::create(b, loc, name, type.getResults(), args);
 }
 
 Value mlir::spmd::bufferAddress(OpBuilder &b, Location loc, Value memref) {

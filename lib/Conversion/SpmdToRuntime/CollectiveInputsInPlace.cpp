@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Conversion/Passes.h"
+#include "Spmd/Conversion/RuntimeCalls.h"
 #include "Spmd/Runtime/SpmdRuntime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -36,11 +37,19 @@ struct CollectiveInputsInPlace
 /// The starts whose input the runtime can read in place, and the position
 /// of their element-type code among the call's operands.
 std::optional<unsigned> dtypeOperand(func::CallOp call) {
-  return llvm::StringSwitch<std::optional<unsigned>>(call.getCallee())
-      .Case("spmdAllReduceStart", 3)
-      .Case("spmdAllGatherStart", 5)
-      .Case("spmdReduceScatterStart", 5)
-      .Default(std::nullopt);
+  std::optional<spmd::RuntimeFunction> fn =
+      spmd::lookupRuntimeFunction(call.getCallee());
+  if (!fn)
+    return std::nullopt;
+  switch (*fn) {
+  case spmd::RuntimeFunction::spmdAllReduceStart:
+    return 3;
+  case spmd::RuntimeFunction::spmdAllGatherStart:
+  case spmd::RuntimeFunction::spmdReduceScatterStart:
+    return 5;
+  default:
+    return std::nullopt;
+  }
 }
 
 /// The buffer whose address `address` is (`index_cast` of
@@ -127,7 +136,7 @@ Operation *firstWait(func::CallOp start, Value handle) {
   Operation *first = nullptr;
   for (Operation *user : handle.getUsers()) {
     auto wait = dyn_cast<func::CallOp>(user);
-    if (!wait || wait.getCallee() != "spmdWait" ||
+    if (!spmd::isRuntimeCall(wait, spmd::RuntimeFunction::spmdWait) ||
         wait->getBlock() != start->getBlock() || !start->isBeforeInBlock(wait))
       return nullptr;
     if (!first || wait->isBeforeInBlock(first))

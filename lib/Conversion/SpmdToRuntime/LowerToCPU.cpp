@@ -2,6 +2,7 @@
 
 #include "Spmd/Codegen/Passes.h"
 #include "Spmd/Conversion/Passes.h"
+#include "Spmd/Conversion/RuntimeCalls.h"
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -123,7 +124,8 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         // libSpmdRuntime's spmdSgemm: OpenBLAS, or the BLAS the process
         // hands over (Sgemm.cpp).
         spmd::ConvertLinalgToBlasPassOptions blas;
-        blas.function = "spmdSgemm";
+        blas.function =
+            spmd::runtimeFunctionName(spmd::RuntimeFunction::spmdSgemm).str();
         pm.addPass(spmd::createConvertLinalgToBlasPass(blas));
         pm.addNestedPass<func::FuncOp>(
             spmd::createSpmdBlockedFullReductionsPass());

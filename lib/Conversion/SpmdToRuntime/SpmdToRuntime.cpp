@@ -44,7 +44,7 @@ private:
     return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
   }
   /// Declares (once) and calls runtime function `name`.
-  Value call(StringRef name, ValueRange args, TypeRange results, Location loc);
+  Value call(RuntimeFunction fn, ValueRange args, Location loc);
   FailureOr<std::pair<int64_t, int64_t>>
   group(Operation *op, FlatSymbolRefAttr meshName, ArrayRef<int64_t> axes);
   FailureOr<int32_t> dtype(Operation *op, Type element);
@@ -55,6 +55,18 @@ private:
   Value address(Value memref, Location loc);
   Value axisIndex(int64_t meshCode, int64_t mask, Location loc);
 
+  /// A collective's runtime call: the blocking function, its `...Start`
+  /// form, and their arguments.
+  struct CollectiveCall {
+    RuntimeFunction blocking, start;
+    SmallVector<Value> args;
+  };
+  /// The call of the collective `operation` for one operand (of `inType`,
+  /// at `inAddr`, into `outAddr`; element type code `dt`, group `mesh`,
+  /// `axes`).
+  FailureOr<CollectiveCall>
+  collectiveCall(Operation *operation, RankedTensorType inType, Value inAddr,
+                 Value outAddr, Value dt, Value mesh, Value axes, Location loc);
   LogicalResult lowerCollective(CollectiveOpInterface op);
   LogicalResult lowerWait(WaitOp op);
   LogicalResult lowerLocalSlice(LocalSliceOp op);
@@ -77,10 +89,9 @@ private:
   SmallVector<Operation *> started;
 };
 
-Value RuntimeLowering::call(StringRef name, ValueRange args, TypeRange results,
-                            Location loc) {
-  auto op = spmd::callRuntime(b, module, loc, name, args, results);
-  return results.empty() ? Value() : op.getResult(0);
+Value RuntimeLowering::call(RuntimeFunction fn, ValueRange args, Location loc) {
+  auto op = spmd::callRuntime(b, module, loc, fn, args);
+  return op.getNumResults() ? op.getResult(0) : Value();
 }
 
 FailureOr<std::pair<int64_t, int64_t>>
@@ -89,14 +100,15 @@ RuntimeLowering::group(Operation *op, FlatSymbolRefAttr meshName,
   auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, meshName);
   if (!mesh)
     return op->emitOpError() << meshName << " does not name an 'spmd.mesh'";
-  if (mesh.getRank() > 4)
-    return op->emitOpError("the CPU runtime supports meshes of up to 4 axes");
+  if (mesh.getRank() > SPMD_MESH_MAX_AXES)
+    return op->emitOpError("the runtime supports meshes of up to ")
+           << SPMD_MESH_MAX_AXES << " axes";
   int64_t code = 0;
   for (auto [a, size] : llvm::enumerate(mesh.getShape())) {
-    if (size >= 65536)
-      return op->emitOpError("the CPU runtime supports axes of fewer than "
-                             "65536 ranks");
-    code |= size << (16 * a);
+    if (size >= (int64_t(1) << SPMD_MESH_AXIS_BITS))
+      return op->emitOpError("the runtime supports axes of fewer than ")
+             << (int64_t(1) << SPMD_MESH_AXIS_BITS) << " ranks";
+    code = spmdMeshWithAxis(code, int32_t(a), size);
   }
   int64_t mask = 0, last = -1;
   for (int64_t axis : axes) {
@@ -149,8 +161,8 @@ RuntimeLowering::buffers(Value tensor, RankedTensorType resultType,
 }
 
 Value RuntimeLowering::axisIndex(int64_t meshCode, int64_t mask, Location loc) {
-  Value idx = call("spmdAxisIndex", {i64(meshCode, loc), i64(mask, loc)},
-                   b.getI64Type(), loc);
+  Value idx = call(RuntimeFunction::spmdAxisIndex,
+                   {i64(meshCode, loc), i64(mask, loc)}, loc);
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), idx);
 }
 
@@ -159,6 +171,78 @@ static int64_t product(ArrayRef<int64_t> shape, size_t from, size_t to) {
   for (size_t i = from; i < to; ++i)
     p *= shape[i];
   return p;
+}
+
+FailureOr<RuntimeLowering::CollectiveCall>
+RuntimeLowering::collectiveCall(Operation *operation, RankedTensorType inType,
+                                Value inAddr, Value outAddr, Value dt,
+                                Value mesh, Value axes, Location loc) {
+  ArrayRef<int64_t> shape = inType.getShape();
+  size_t rank = shape.size();
+  return TypeSwitch<Operation *, FailureOr<CollectiveCall>>(operation)
+      .Case([&](AllReduceOp ar) {
+        return CollectiveCall{
+            RuntimeFunction::spmdAllReduce,
+            RuntimeFunction::spmdAllReduceStart,
+            {inAddr, outAddr, i64(inType.getNumElements(), loc), dt,
+             i32(static_cast<int32_t>(ar.getKind()), loc), mesh, axes}};
+      })
+      .Case([&](AllGatherOp ag) {
+        size_t d = ag.getGatherDimAttr().getInt();
+        return CollectiveCall{RuntimeFunction::spmdAllGather,
+                              RuntimeFunction::spmdAllGatherStart,
+                              {inAddr, outAddr, i64(product(shape, 0, d), loc),
+                               i64(shape[d], loc),
+                               i64(product(shape, d + 1, rank), loc), dt, mesh,
+                               axes}};
+      })
+      .Case([&](ReduceScatterOp rs) {
+        size_t d = rs.getScatterDimAttr().getInt();
+        return CollectiveCall{
+            RuntimeFunction::spmdReduceScatter,
+            RuntimeFunction::spmdReduceScatterStart,
+            {inAddr, outAddr, i64(product(shape, 0, d), loc),
+             i64(shape[d], loc), i64(product(shape, d + 1, rank), loc), dt,
+             i32(static_cast<int32_t>(rs.getKind()), loc), mesh, axes}};
+      })
+      .Case([&](AllToAllOp a2a) -> FailureOr<CollectiveCall> {
+        // The runtime takes 4 dimensions. Dimensions that are neither
+        // split nor concatenated merge into the one before them: the
+        // split dimension's chunks (and the concatenation's places)
+        // are then the same bytes of the row-major buffer, so any
+        // rank fits in at most 3.
+        int64_t split = a2a.getSplitDimAttr().getInt();
+        int64_t concat = a2a.getConcatDimAttr().getInt();
+        SmallVector<int64_t> dims;
+        int64_t newSplit = 0, newConcat = 0;
+        for (size_t i = 0; i < rank; ++i) {
+          bool special = int64_t(i) == split || int64_t(i) == concat;
+          if (special || dims.empty())
+            dims.push_back(shape[i]);
+          else
+            dims.back() *= shape[i];
+          if (int64_t(i) == split)
+            newSplit = dims.size() - 1;
+          if (int64_t(i) == concat)
+            newConcat = dims.size() - 1;
+        }
+        SmallVector<Value> args{inAddr, outAddr};
+        for (size_t i = 0; i < 4; ++i)
+          args.push_back(i64(i < dims.size() ? dims[i] : 1, loc));
+        args.append({i64(newSplit, loc), i64(newConcat, loc), dt, mesh, axes});
+        return CollectiveCall{RuntimeFunction::spmdAllToAll4,
+                              RuntimeFunction::spmdAllToAll4Start, args};
+      })
+      .Case([&](BroadcastOp bc) {
+        return CollectiveCall{
+            RuntimeFunction::spmdBroadcast,
+            RuntimeFunction::spmdBroadcastStart,
+            {inAddr, outAddr, i64(inType.getNumElements(), loc), dt,
+             i64(bc.getRootAttr().getInt(), loc), mesh, axes}};
+      })
+      .Default([&](Operation *) -> FailureOr<CollectiveCall> {
+        return operation->emitOpError("has no runtime lowering");
+      });
 }
 
 LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
@@ -176,7 +260,7 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
   // them together), then, if the op is synchronous, the waits.
   bool grouped = op.getInputs().size() > 1;
   if (grouped)
-    call("spmdGroupStart", {}, {}, loc);
+    call(RuntimeFunction::spmdGroupStart, {}, loc);
   SmallVector<Value> handles;
   SmallVector<Value> results;
   for (auto [input, result] :
@@ -192,87 +276,18 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
       return failure();
     auto [in, out, unused] = buffers(input, outType, loc);
     Value inAddr = address(in, loc), outAddr = address(out, loc);
-    ArrayRef<int64_t> shape = inType.getShape();
-    size_t rank = shape.size();
     Value dt = i32(*code, loc), mesh = i64(meshCode, loc),
           axes = i64(mask, loc);
+    FailureOr<CollectiveCall> c =
+        collectiveCall(operation, inType, inAddr, outAddr, dt, mesh, axes, loc);
+    if (failed(c))
+      return failure();
     // The asynchronous form calls <name>Start, which returns a handle.
     Value handle;
-    auto collective = [&](StringRef name, ValueRange args) {
-      if (!async && !grouped) {
-        call(name, args, {}, loc);
-        return;
-      }
-      handle = call((name + "Start").str(), args, b.getI64Type(), loc);
-    };
-    LogicalResult status =
-        TypeSwitch<Operation *, LogicalResult>(operation)
-            .Case([&](AllReduceOp ar) {
-              collective("spmdAllReduce",
-                         {inAddr, outAddr, i64(inType.getNumElements(), loc),
-                          dt, i32(static_cast<int32_t>(ar.getKind()), loc),
-                          mesh, axes});
-              return success();
-            })
-            .Case([&](AllGatherOp ag) {
-              size_t d = ag.getGatherDimAttr().getInt();
-              collective("spmdAllGather",
-                         {inAddr, outAddr, i64(product(shape, 0, d), loc),
-                          i64(shape[d], loc),
-                          i64(product(shape, d + 1, rank), loc), dt, mesh,
-                          axes});
-              return success();
-            })
-            .Case([&](ReduceScatterOp rs) {
-              size_t d = rs.getScatterDimAttr().getInt();
-              collective("spmdReduceScatter",
-                         {inAddr, outAddr, i64(product(shape, 0, d), loc),
-                          i64(shape[d], loc),
-                          i64(product(shape, d + 1, rank), loc), dt,
-                          i32(static_cast<int32_t>(rs.getKind()), loc), mesh,
-                          axes});
-              return success();
-            })
-            .Case([&](AllToAllOp a2a) -> LogicalResult {
-              // The runtime takes 4 dimensions. Dimensions that are neither
-              // split nor concatenated merge into the one before them: the
-              // split dimension's chunks (and the concatenation's places)
-              // are then the same bytes of the row-major buffer, so any
-              // rank fits in at most 3.
-              int64_t split = a2a.getSplitDimAttr().getInt();
-              int64_t concat = a2a.getConcatDimAttr().getInt();
-              SmallVector<int64_t> dims;
-              int64_t newSplit = 0, newConcat = 0;
-              for (size_t i = 0; i < rank; ++i) {
-                bool special = int64_t(i) == split || int64_t(i) == concat;
-                if (special || dims.empty())
-                  dims.push_back(shape[i]);
-                else
-                  dims.back() *= shape[i];
-                if (int64_t(i) == split)
-                  newSplit = dims.size() - 1;
-                if (int64_t(i) == concat)
-                  newConcat = dims.size() - 1;
-              }
-              SmallVector<Value> args{inAddr, outAddr};
-              for (size_t i = 0; i < 4; ++i)
-                args.push_back(i64(i < dims.size() ? dims[i] : 1, loc));
-              args.append(
-                  {i64(newSplit, loc), i64(newConcat, loc), dt, mesh, axes});
-              collective("spmdAllToAll4", args);
-              return success();
-            })
-            .Case([&](BroadcastOp bc) {
-              collective("spmdBroadcast",
-                         {inAddr, outAddr, i64(inType.getNumElements(), loc),
-                          dt, i64(bc.getRootAttr().getInt(), loc), mesh, axes});
-              return success();
-            })
-            .Default([&](Operation *) {
-              return operation->emitOpError("has no runtime lowering");
-            });
-    if (failed(status))
-      return failure();
+    if (!async && !grouped)
+      call(c->blocking, c->args, loc);
+    else
+      handle = call(c->start, c->args, loc);
     if (async) {
       // The future becomes the handle and the buffer; its waits read them.
       pending[result] = {handle, out, outType};
@@ -284,9 +299,9 @@ LogicalResult RuntimeLowering::lowerCollective(CollectiveOpInterface op) {
         b, loc, outType, out, /*restrict=*/true, /*writable=*/true));
   }
   if (grouped) {
-    call("spmdGroupEnd", {}, {}, loc);
+    call(RuntimeFunction::spmdGroupEnd, {}, loc);
     for (Value handle : handles)
-      call("spmdWait", {handle}, {}, loc);
+      call(RuntimeFunction::spmdWait, {handle}, loc);
     // The results are read only after the waits.
     for (Value r : results)
       r.getDefiningOp()->moveBefore(operation);
@@ -318,7 +333,7 @@ LogicalResult RuntimeLowering::lowerWait(WaitOp wait) {
       results.push_back(tensor);
       continue;
     }
-    call("spmdWait", {handle}, {}, loc);
+    call(RuntimeFunction::spmdWait, {handle}, loc);
     tensor = bufferization::ToTensorOp::create(b, loc, type, out,
                                                /*restrict=*/true,
                                                /*writable=*/true);
@@ -538,9 +553,8 @@ LogicalResult RuntimeLowering::registerStates(ArrayRef<StateOp> states) {
     // i1 is a byte in memory, as torch.bool.
     int64_t bytes = type.getNumElements() *
                     ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-    call("spmdStateRegister",
-         {name, address(buffer, loc), i64(bytes, loc), i32(*code, loc)}, {},
-         loc);
+    call(RuntimeFunction::spmdStateRegister,
+         {name, address(buffer, loc), i64(bytes, loc), i32(*code, loc)}, loc);
   }
   func::ReturnOp::create(b, loc);
   // Call it on entry of every function that touches state.
@@ -594,8 +608,8 @@ void RuntimeLowering::insertProgramChecks() {
     b.setInsertionPointToStart(&fn.getBody().front());
     Value name = stringConstant(
         fn.getSymName(), ("__spmd_program_name_" + fn.getSymName()).str(), loc);
-    call("spmdProgramCheck", {i64(static_cast<int64_t>(hash), loc), name}, {},
-         loc);
+    call(RuntimeFunction::spmdProgramCheck,
+         {i64(static_cast<int64_t>(hash), loc), name}, loc);
   }
 }
 

@@ -97,8 +97,9 @@ void StateInRuntimeMemory::runOnOperation() {
       Value text = names.get(b, module, loc, name.getValue());
       Value bytes = arith::ConstantIntOp::create(b, loc, byteSize(type), 64);
       Value dtype = arith::ConstantIntOp::create(b, loc, code.getInt(), 32);
-      Value address = spmd::callRuntime(b, module, loc, "spmdStateAddress",
-                                        {text, bytes, dtype}, {b.getI64Type()})
+      Value address = spmd::callRuntime(b, module, loc,
+                                        spmd::RuntimeFunction::spmdStateAddress,
+                                        {text, bytes, dtype})
                           .getResult(0);
       buffer = spmd::memRefAtAddress(b, loc, type, address);
     }

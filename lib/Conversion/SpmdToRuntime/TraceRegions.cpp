@@ -56,18 +56,19 @@ struct SpmdTraceRegionsPass
         return;
       b.setInsertionPoint(first);
       Value text = names.get(b, module, first->getLoc(), current);
-      Value start = callRuntime(b, module, first->getLoc(), "spmdTraceBegin",
-                                {text}, {b.getI64Type()})
+      Value start = callRuntime(b, module, first->getLoc(),
+                                RuntimeFunction::spmdTraceBegin, {text})
                         .getResult(0);
       b.setInsertionPointAfter(last);
-      callRuntime(b, module, last->getLoc(), "spmdTraceEnd", {start, text});
+      callRuntime(b, module, last->getLoc(), RuntimeFunction::spmdTraceEnd,
+                  {start, text});
       first = last = nullptr;
     };
     for (Operation &op : llvm::make_early_inc_range(block)) {
       if (!isWork(&op))
         continue;
-      if (auto call = dyn_cast<func::CallOp>(op);
-          call && call.getCallee().starts_with("spmdTrace"))
+      if (isRuntimeCall(&op, RuntimeFunction::spmdTraceBegin) ||
+          isRuntimeCall(&op, RuntimeFunction::spmdTraceEnd))
         continue;
       std::string region = traceRegionName(op.getLoc());
       if (region.empty() || region != current)
