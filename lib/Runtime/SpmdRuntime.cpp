@@ -46,8 +46,10 @@ namespace {
 /// fills (the caller's input may be freed right after the start), and what
 /// to do into the caller's output when it completes.
 struct Pending {
-  Pending(const char *call, int64_t meshShape, int64_t axesMask)
-      : call(call), meshShape(meshShape), axesMask(axesMask) {}
+  Pending(const char *call, int64_t meshShape, int64_t axesMask,
+          int64_t groupSize, int64_t bytes)
+      : call(call), meshShape(meshShape), axesMask(axesMask), bytes(bytes),
+        groupSize(groupSize) {}
   const char *call;
   int64_t meshShape, axesMask;
   /// For traces: bytes of this rank's input, the group's size, and when
@@ -339,6 +341,21 @@ void checkSameCall(Group &group, const char *call, int64_t meshShape,
                "element type or sizes differ)");
 }
 
+/// What every collective's start begins with: the element type and, for a
+/// reduction (`kind` >= 0), its kind checked, the group this rank is in,
+/// and, with SPMD_RUNTIME_CHECK=1, the check that every rank of it makes
+/// this call with these `fields`.
+Group &joinCall(const char *call, int32_t dtype, int32_t kind,
+                int64_t meshShape, int64_t axesMask,
+                std::initializer_list<int64_t> fields) {
+  checkType(dtype, call);
+  if (kind >= 0)
+    checkKind(kind, call);
+  Group &group = groupOf(meshShape, axesMask, call);
+  checkSameCall(group, call, meshShape, axesMask, fields);
+  return group;
+}
+
 /// Divides every element by n (for avg).
 void divide(void *data, int64_t count, int32_t dtype, int n) {
   if (dtype == SPMD_F32) {
@@ -530,14 +547,11 @@ int64_t spmdAllReduceStart(int64_t in, int64_t out, int64_t count,
                            int64_t axesMask) {
   const char *call = "all_reduce";
   bool stays = inputStays(dtype);
-  checkType(dtype, call);
-  checkKind(kind, call);
-  Group &group = groupOf(meshShape, axesMask, call);
+  Group &group =
+      joinCall(call, dtype, kind, meshShape, axesMask, {count, dtype, kind});
   int n = group.size;
-  checkSameCall(group, call, meshShape, axesMask, {count, dtype, kind});
-  Pending p(call, meshShape, axesMask);
-  p.bytes = count * int64_t(spmd::runtime::elementSize(dtype));
-  p.groupSize = n;
+  Pending p(call, meshShape, axesMask, n,
+            count * int64_t(spmd::runtime::elementSize(dtype)));
   if (isHalf(dtype)) {
     // In float32, rounded back once when it completes.
     p.send = widened(ptr(in), static_cast<size_t>(count), dtype);
@@ -569,15 +583,12 @@ int64_t spmdAllGatherStart(int64_t in, int64_t out, int64_t outer, int64_t dim,
                            int64_t axesMask) {
   const char *call = "all_gather";
   bool stays = inputStays(dtype);
-  checkType(dtype, call);
-  Group &group = groupOf(meshShape, axesMask, call);
+  Group &group = joinCall(call, dtype, /*kind=*/-1, meshShape, axesMask,
+                          {outer, dim, inner, dtype});
   int n = group.size;
-  checkSameCall(group, call, meshShape, axesMask, {outer, dim, inner, dtype});
   size_t elem = spmd::runtime::elementSize(dtype);
   size_t chunk = static_cast<size_t>(outer * dim * inner);
-  Pending p(call, meshShape, axesMask);
-  p.bytes = int64_t(chunk * elem);
-  p.groupSize = n;
+  Pending p(call, meshShape, axesMask, n, int64_t(chunk * elem));
   const void *send = ptr(in);
   if (!stays) {
     p.send.assign(static_cast<char *>(ptr(in)),
@@ -609,12 +620,9 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
                                int64_t axesMask) {
   const char *call = "reduce_scatter";
   bool stays = inputStays(dtype);
-  checkType(dtype, call);
-  checkKind(kind, call);
-  Group &group = groupOf(meshShape, axesMask, call);
+  Group &group = joinCall(call, dtype, kind, meshShape, axesMask,
+                          {outer, dim, inner, dtype, kind});
   int n = group.size;
-  checkSameCall(group, call, meshShape, axesMask,
-                {outer, dim, inner, dtype, kind});
   if (dim % n != 0)
     fail(call, "dimension %lld is not divisible by the group size %d",
          static_cast<long long>(dim), n);
@@ -622,9 +630,7 @@ int64_t spmdReduceScatterStart(int64_t in, int64_t out, int64_t outer,
   int64_t part = dim / n;
   size_t chunk = static_cast<size_t>(outer * part * inner);
   // Rank k's chunk contiguous: [k][outer][part][inner].
-  Pending p(call, meshShape, axesMask);
-  p.bytes = outer * dim * inner * int64_t(elem);
-  p.groupSize = n;
+  Pending p(call, meshShape, axesMask, n, outer * dim * inner * int64_t(elem));
   if (stays && outer == 1 && !isHalf(dtype)) {
     // Already [k][part][inner]: read in place.
     p.request = rt().backend->reduceScatter(group, ptr(in), ptr(out), chunk,
@@ -665,11 +671,9 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
                            int64_t concatDim, int32_t dtype, int64_t meshShape,
                            int64_t axesMask) {
   const char *call = "all_to_all";
-  checkType(dtype, call);
-  Group &group = groupOf(meshShape, axesMask, call);
+  Group &group = joinCall(call, dtype, /*kind=*/-1, meshShape, axesMask,
+                          {d0, d1, d2, d3, splitDim, concatDim, dtype});
   int n = group.size;
-  checkSameCall(group, call, meshShape, axesMask,
-                {d0, d1, d2, d3, splitDim, concatDim, dtype});
   std::array<int64_t, 4> shape = {d0, d1, d2, d3};
   if (splitDim < 0 || splitDim > 3 || concatDim < 0 || concatDim > 3)
     fail(call, "dimensions out of range");
@@ -685,9 +689,7 @@ int64_t spmdAllToAll4Start(int64_t in, int64_t out, int64_t d0, int64_t d1,
   };
   int64_t total = prod(shape, 0, 4);
   size_t chunk = static_cast<size_t>(total / n);
-  Pending p(call, meshShape, axesMask);
-  p.bytes = total * int64_t(elem);
-  p.groupSize = n;
+  Pending p(call, meshShape, axesMask, n, total * int64_t(elem));
   p.send.resize(total * elem);
   p.recv.resize(total * elem);
   {
@@ -724,18 +726,16 @@ int64_t spmdBroadcastStart(int64_t in, int64_t out, int64_t count,
                            int32_t dtype, int64_t root, int64_t meshShape,
                            int64_t axesMask) {
   const char *call = "broadcast";
-  checkType(dtype, call);
-  Group &group = groupOf(meshShape, axesMask, call);
+  Group &group = joinCall(call, dtype, /*kind=*/-1, meshShape, axesMask,
+                          {count, dtype, root});
   int n = group.size;
-  checkSameCall(group, call, meshShape, axesMask, {count, dtype, root});
   if (root < 0 || root >= n)
     fail(call, "root %lld is out of range for a group of %d",
          static_cast<long long>(root), n);
   if (in != out)
     std::memcpy(ptr(out), ptr(in), count * spmd::runtime::elementSize(dtype));
-  Pending p(call, meshShape, axesMask);
-  p.bytes = count * int64_t(spmd::runtime::elementSize(dtype));
-  p.groupSize = n;
+  Pending p(call, meshShape, axesMask, n,
+            count * int64_t(spmd::runtime::elementSize(dtype)));
   p.request =
       rt().backend->broadcast(group, ptr(out), static_cast<size_t>(count),
                               dtype, static_cast<int>(root));

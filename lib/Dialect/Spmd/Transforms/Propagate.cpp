@@ -95,6 +95,22 @@ private:
   }
   LogicalResult fix(Value value, ArrayRef<PlacementAttr> spec, Operation *at);
   void place(Operation *op);
+  /// What axis `a` of group `g` of `op` may do: stay replicated, shard a
+  /// factor of the group (`factorSplit`: how far outer axes already split
+  /// each), or keep a Partial its linear operands all have.
+  SmallVector<AxisChoice> candidates(Operation *op, const ShardingRule &rule,
+                                     unsigned g, unsigned a,
+                                     ArrayRef<int64_t> factorSplit,
+                                     ArrayRef<Placements> operandNow);
+  /// A choice's cost, compared lexicographically: (batch gathers,
+  /// communication bytes, local re-slices, preference).
+  using ChoiceScore = std::tuple<int, double, int, int>;
+  ChoiceScore score(Operation *op, const ShardingRule &rule, unsigned g,
+                    unsigned a, const AxisChoice &c,
+                    ArrayRef<Placements> operandNow, bool sourceLike);
+  /// Records the chosen strategy and the results' placements on `op`.
+  void recordStrategy(Operation *op, const ShardingRule &rule,
+                      ArrayRef<AxisChoice> strategy);
 
   func::FuncOp func;
   MeshOp mesh;
@@ -151,6 +167,104 @@ LogicalResult Propagator::fix(Value value, ArrayRef<PlacementAttr> spec,
   return success();
 }
 
+SmallVector<AxisChoice>
+Propagator::candidates(Operation *op, const ShardingRule &rule, unsigned g,
+                       unsigned a, ArrayRef<int64_t> factorSplit,
+                       ArrayRef<Placements> operandNow) {
+  int64_t n = mesh.getShape()[a];
+  SmallVector<AxisChoice> candidates;
+  candidates.push_back(AxisChoice{});
+  for (auto [f, factor] : llvm::enumerate(rule.factors)) {
+    if (factor.group != g || ShapedType::isDynamic(factor.size) ||
+        factor.size < n)
+      continue;
+    if ((factor.isReduction && !factor.combiner) || !factor.shardable)
+      continue;
+    int64_t split = factorSplit[f] * n;
+    bool even = factor.size % split == 0;
+    if (!even && (factor.requiresEven || factorSplit[f] > 1))
+      continue;
+    bool used = false, twice = false;
+    for (auto &dims : llvm::concat<const SmallVector<int64_t>>(
+             rule.operandDims, rule.resultDims)) {
+      unsigned count = llvm::count(dims, static_cast<int64_t>(f));
+      used |= count > 0;
+      twice |= count > 1;
+    }
+    if (!used || twice)
+      continue;
+    AxisChoice choice;
+    choice.kind = AxisChoice::Factor;
+    choice.factor = f;
+    candidates.push_back(choice);
+  }
+  for (auto [s, set] : llvm::enumerate(rule.linearSets)) {
+    auto first = dyn_cast<PartialAttr>(operandNow[set.front()][a]);
+    if (!first || (first.getKind() != ReductionKind::Sum &&
+                   first.getKind() != ReductionKind::Avg))
+      continue;
+    if (!llvm::all_of(set, [&](unsigned o) {
+          return rule.operandGroups[o] == g && operandNow[o][a] == first;
+        }))
+      continue;
+    AxisChoice choice;
+    choice.kind = AxisChoice::Partial;
+    choice.partialKind = first.getKind();
+    choice.linearSet = s;
+    candidates.push_back(choice);
+  }
+
+  return candidates;
+}
+
+Propagator::ChoiceScore Propagator::score(Operation *op,
+                                          const ShardingRule &rule, unsigned g,
+                                          unsigned a, const AxisChoice &c,
+                                          ArrayRef<Placements> operandNow,
+                                          bool sourceLike) {
+  int64_t n = mesh.getShape()[a];
+  double bytes = 0;
+  int slices = 0, gathers = 0;
+  for (auto [o, operand] : llvm::enumerate(op->getOperands())) {
+    if (rule.operandGroups[o] != g || !isa<RankedTensorType>(operand.getType()))
+      continue;
+    PlacementAttr want = getRequiredOperandPlacement(rule, o, c, ctx);
+    PlacementAttr have = operandNow[o][a];
+    if (isFlexibleOp(operand.getDefiningOp()) || want == have)
+      continue;
+    if (rule.operandIsInit[o] && isa<PartialAttr>(want) &&
+        isa<ReplicateAttr>(have))
+      continue; // initial value of an accumulation: free
+    bytes +=
+        getRedistributionCost(have, want, n, getByteSize(operand.getType()));
+    slices += isa<ReplicateAttr>(have) && isa<ShardAttr>(want);
+    // want != have here: an all-gather, or an all-to-all onto
+    // another dimension (the whole batch along the other).
+    gathers += isa<ShardAttr>(have) && !isa<PartialAttr>(want) &&
+               (batchAxes.lookup(operand) >> a & 1);
+  }
+  for (auto [r, result] : llvm::enumerate(op->getResults())) {
+    if (rule.resultGroups[r] != g)
+      continue;
+    auto hint = hints.find(result);
+    if (hint == hints.end())
+      continue;
+    PlacementAttr have = getResultPlacement(rule, r, c, ctx);
+    bytes += getRedistributionCost(have, hint->second[a], n,
+                                   getByteSize(result.getType()));
+  }
+  // Ops with nothing distributed to read (tensor.empty, splats, their
+  // fills) stay replicated; expansion rebuilds them per use anyway.
+  int preference = sourceLike ? -1 : 3;
+  if (c.kind == AxisChoice::Factor)
+    preference = rule.factors[c.factor].isReduction ? 1 : 0;
+  else if (c.kind == AxisChoice::Partial)
+    preference = 2;
+  if (sourceLike && c.kind != AxisChoice::Replicate)
+    preference = 4;
+  return std::make_tuple(gathers, bytes, slices, preference);
+}
+
 void Propagator::place(Operation *op) {
   const ShardingRule &rule = getCachedRule(rules, op);
   SmallVector<AxisChoice> strategy(rule.numGroups * rank);
@@ -166,98 +280,13 @@ void Propagator::place(Operation *op) {
     // Factors already sharded on outer axes of this group (nested splits).
     SmallVector<int64_t> factorSplit(rule.factors.size(), 1);
     for (unsigned a = 0; a < rank; ++a) {
-      int64_t n = mesh.getShape()[a];
-      SmallVector<AxisChoice> candidates;
-      candidates.push_back(AxisChoice{});
-      for (auto [f, factor] : llvm::enumerate(rule.factors)) {
-        if (factor.group != g || ShapedType::isDynamic(factor.size) ||
-            factor.size < n)
-          continue;
-        if ((factor.isReduction && !factor.combiner) || !factor.shardable)
-          continue;
-        int64_t split = factorSplit[f] * n;
-        bool even = factor.size % split == 0;
-        if (!even && (factor.requiresEven || factorSplit[f] > 1))
-          continue;
-        bool used = false, twice = false;
-        for (auto &dims : llvm::concat<const SmallVector<int64_t>>(
-                 rule.operandDims, rule.resultDims)) {
-          unsigned count = llvm::count(dims, static_cast<int64_t>(f));
-          used |= count > 0;
-          twice |= count > 1;
-        }
-        if (!used || twice)
-          continue;
-        AxisChoice choice;
-        choice.kind = AxisChoice::Factor;
-        choice.factor = f;
-        candidates.push_back(choice);
-      }
-      for (auto [s, set] : llvm::enumerate(rule.linearSets)) {
-        auto first = dyn_cast<PartialAttr>(operandNow[set.front()][a]);
-        if (!first || (first.getKind() != ReductionKind::Sum &&
-                       first.getKind() != ReductionKind::Avg))
-          continue;
-        if (!llvm::all_of(set, [&](unsigned o) {
-              return rule.operandGroups[o] == g && operandNow[o][a] == first;
-            }))
-          continue;
-        AxisChoice choice;
-        choice.kind = AxisChoice::Partial;
-        choice.partialKind = first.getKind();
-        choice.linearSet = s;
-        candidates.push_back(choice);
-      }
-
-      // (batch gathers, communication bytes, local re-slices, preference)
-      // lexicographic.
-      auto score = [&](const AxisChoice &c) {
-        double bytes = 0;
-        int slices = 0, gathers = 0;
-        for (auto [o, operand] : llvm::enumerate(op->getOperands())) {
-          if (rule.operandGroups[o] != g ||
-              !isa<RankedTensorType>(operand.getType()))
-            continue;
-          PlacementAttr want = getRequiredOperandPlacement(rule, o, c, ctx);
-          PlacementAttr have = operandNow[o][a];
-          if (isFlexibleOp(operand.getDefiningOp()) || want == have)
-            continue;
-          if (rule.operandIsInit[o] && isa<PartialAttr>(want) &&
-              isa<ReplicateAttr>(have))
-            continue; // initial value of an accumulation: free
-          bytes += getRedistributionCost(have, want, n,
-                                         getByteSize(operand.getType()));
-          slices += isa<ReplicateAttr>(have) && isa<ShardAttr>(want);
-          // want != have here: an all-gather, or an all-to-all onto
-          // another dimension (the whole batch along the other).
-          gathers += isa<ShardAttr>(have) && !isa<PartialAttr>(want) &&
-                     (batchAxes.lookup(operand) >> a & 1);
-        }
-        for (auto [r, result] : llvm::enumerate(op->getResults())) {
-          if (rule.resultGroups[r] != g)
-            continue;
-          auto hint = hints.find(result);
-          if (hint == hints.end())
-            continue;
-          PlacementAttr have = getResultPlacement(rule, r, c, ctx);
-          bytes += getRedistributionCost(have, hint->second[a], n,
-                                         getByteSize(result.getType()));
-        }
-        // Ops with nothing distributed to read (tensor.empty, splats, their
-        // fills) stay replicated; expansion rebuilds them per use anyway.
-        int preference = sourceLike ? -1 : 3;
-        if (c.kind == AxisChoice::Factor)
-          preference = rule.factors[c.factor].isReduction ? 1 : 0;
-        else if (c.kind == AxisChoice::Partial)
-          preference = 2;
-        if (sourceLike && c.kind != AxisChoice::Replicate)
-          preference = 4;
-        return std::make_tuple(gathers, bytes, slices, preference);
-      };
-      AxisChoice best = candidates.front();
-      auto bestScore = score(best);
-      for (const AxisChoice &c : llvm::drop_begin(candidates)) {
-        auto s = score(c);
+      SmallVector<AxisChoice> choices =
+          candidates(op, rule, g, a, factorSplit, operandNow);
+      AxisChoice best = choices.front();
+      ChoiceScore bestScore =
+          score(op, rule, g, a, best, operandNow, sourceLike);
+      for (const AxisChoice &c : llvm::drop_begin(choices)) {
+        ChoiceScore s = score(op, rule, g, a, c, operandNow, sourceLike);
         if (s < bestScore) {
           best = c;
           bestScore = s;
@@ -265,10 +294,14 @@ void Propagator::place(Operation *op) {
       }
       strategy[g * rank + a] = best;
       if (best.kind == AxisChoice::Factor)
-        factorSplit[best.factor] *= n;
+        factorSplit[best.factor] *= mesh.getShape()[a];
     }
   }
+  recordStrategy(op, rule, strategy);
+}
 
+void Propagator::recordStrategy(Operation *op, const ShardingRule &rule,
+                                ArrayRef<AxisChoice> strategy) {
   uint64_t derived = 0;
   for (Value operand : op->getOperands())
     derived |= batchAxes.lookup(operand);

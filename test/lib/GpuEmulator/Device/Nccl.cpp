@@ -224,6 +224,41 @@ ncclResult_t collective(CUstream stream, std::function<MPI_Request()> start,
   return submit(std::move(op));
 }
 
+/// A reduction (all-reduce, reduce-scatter) of `sendCount` elements into
+/// `recvCount`, as NCCL computes it: 16-bit floats widened to f32 for the
+/// reduction and narrowed back once it is done (MPI does not sum them),
+/// ncclAvg a sum divided by the group size. `start` begins the MPI
+/// reduction on (input, output, MPI type).
+ncclResult_t reduction(
+    cudaStream_t stream, const void *send, void *recv, size_t sendCount,
+    size_t recvCount, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+    std::function<MPI_Request(const void *, void *, MPI_Datatype)> start) {
+  auto average = [=](void *out, ncclDataType_t t) {
+    if (op == ncclAvg)
+      divide(out, recvCount, t, comm->size);
+  };
+  if (isHalf(type)) {
+    auto wide = std::make_shared<Widened>();
+    bool brain = type == ncclBfloat16;
+    return collective(
+        reinterpret_cast<CUstream>(stream),
+        [=] {
+          wide->data.resize(sendCount);
+          wide->out.resize(recvCount);
+          spmd::runtime::widen(send, wide->data.data(), sendCount, brain);
+          return start(wide->data.data(), wide->out.data(), MPI_FLOAT);
+        },
+        [=] {
+          average(wide->out.data(), ncclFloat32);
+          spmd::runtime::narrow(wide->out.data(), recv, recvCount, brain);
+        });
+  }
+  return collective(
+      reinterpret_cast<CUstream>(stream),
+      [=] { return start(send, recv, mpiType(type)); },
+      [=] { average(recv, type); });
+}
+
 } // namespace
 
 extern "C" {
@@ -345,38 +380,13 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
   size_t bytes = count * typeBytes(type);
   requireDevice(send, bytes, "ncclAllReduce");
   requireDevice(recv, bytes, "ncclAllReduce");
-  if (isHalf(type)) {
-    auto wide = std::make_shared<Widened>();
-    bool brain = type == ncclBfloat16;
-    return collective(
-        reinterpret_cast<CUstream>(stream),
-        [=] {
-          wide->data.resize(count);
-          wide->out.resize(count);
-          spmd::runtime::widen(send, wide->data.data(), count, brain);
-          MPI_Request r;
-          MPI_Iallreduce(wide->data.data(), wide->out.data(), int(count),
-                         MPI_FLOAT, mpiOp(op), comm->comm, &r);
-          return r;
-        },
-        [=] {
-          if (op == ncclAvg)
-            divide(wide->out.data(), count, ncclFloat32, comm->size);
-          spmd::runtime::narrow(wide->out.data(), recv, count, brain);
-        });
-  }
-  return collective(
-      reinterpret_cast<CUstream>(stream),
-      [=] {
-        MPI_Request r;
-        MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, int(count),
-                       mpiType(type), mpiOp(op), comm->comm, &r);
-        return r;
-      },
-      [=] {
-        if (op == ncclAvg)
-          divide(recv, count, type, comm->size);
-      });
+  return reduction(stream, send, recv, count, count, type, op, comm,
+                   [=](const void *in, void *out, MPI_Datatype t) {
+                     MPI_Request r;
+                     MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
+                                    int(count), t, mpiOp(op), comm->comm, &r);
+                     return r;
+                   });
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
@@ -416,40 +426,13 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
   size_t bytes = count * typeBytes(type);
   requireDevice(send, bytes * comm->size, "ncclReduceScatter");
   requireDevice(recv, bytes, "ncclReduceScatter");
-  if (isHalf(type)) {
-    auto wide = std::make_shared<Widened>();
-    bool brain = type == ncclBfloat16;
-    return collective(
-        reinterpret_cast<CUstream>(stream),
-        [=] {
-          wide->data.resize(count * comm->size);
-          wide->out.resize(count);
-          spmd::runtime::widen(send, wide->data.data(), count * comm->size,
-                               brain);
-          MPI_Request r;
-          MPI_Ireduce_scatter_block(wide->data.data(), wide->out.data(),
-                                    int(count), MPI_FLOAT, mpiOp(op),
-                                    comm->comm, &r);
-          return r;
-        },
-        [=] {
-          if (op == ncclAvg)
-            divide(wide->out.data(), count, ncclFloat32, comm->size);
-          spmd::runtime::narrow(wide->out.data(), recv, count, brain);
-        });
-  }
-  return collective(
-      reinterpret_cast<CUstream>(stream),
-      [=] {
-        MPI_Request r;
-        MPI_Ireduce_scatter_block(send, recv, int(count), mpiType(type),
-                                  mpiOp(op), comm->comm, &r);
-        return r;
-      },
-      [=] {
-        if (op == ncclAvg)
-          divide(recv, count, type, comm->size);
-      });
+  return reduction(stream, send, recv, count * comm->size, count, type, op,
+                   comm, [=](const void *in, void *out, MPI_Datatype t) {
+                     MPI_Request r;
+                     MPI_Ireduce_scatter_block(in, out, int(count), t,
+                                               mpiOp(op), comm->comm, &r);
+                     return r;
+                   });
 }
 
 ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t type,
