@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
@@ -50,8 +51,12 @@ bool isRuntimeCall(Operation *op, RuntimeFunction fn);
 /// types; `fn` is declared (private) at the end of `module` unless it
 /// already is. Arguments of other types than the table's are a bug of the
 /// caller: it fails with a message naming the function and the argument.
+/// `symbols` (the module's table), when given, makes the look-up constant
+/// time: a pass that emits many calls passes it (without, each call scans
+/// the module).
 func::CallOp callRuntime(OpBuilder &b, ModuleOp module, Location loc,
-                         RuntimeFunction fn, ValueRange args);
+                         RuntimeFunction fn, ValueRange args,
+                         SymbolTable *symbols = nullptr);
 
 /// The aligned address of `memref` as an i64.
 Value bufferAddress(OpBuilder &b, Location loc, Value memref);
@@ -67,20 +72,23 @@ Value memRefAtAddress(OpBuilder &b, Location loc, MemRefType type,
 
 /// The address (!llvm.ptr) of a NUL-terminated constant copy of `text`,
 /// an internal global named `symbol` made at the start of `module` unless
-/// it exists.
+/// it exists (looked up in `symbols` when given, as callRuntime).
 Value stringConstant(OpBuilder &b, ModuleOp module, Location loc,
-                     StringRef text, StringRef symbol);
+                     StringRef text, StringRef symbol,
+                     SymbolTable *symbols = nullptr);
 
 /// Constant C strings of one module, one internal global per distinct text,
-/// named `<prefix><n>`.
+/// named `<prefix><n>` (looked up in `table` when given).
 class StringConstants {
 public:
-  explicit StringConstants(StringRef prefix) : prefix(prefix.str()) {}
+  explicit StringConstants(StringRef prefix, SymbolTable *table = nullptr)
+      : prefix(prefix.str()), table(table) {}
   /// The address (!llvm.ptr) of `text`'s global, made on first use.
   Value get(OpBuilder &b, ModuleOp module, Location loc, StringRef text);
 
 private:
   std::string prefix;
+  SymbolTable *table;
   llvm::StringMap<std::string> symbols;
 };
 

@@ -122,7 +122,7 @@ bool mlir::spmd::isRuntimeCall(Operation *op, RuntimeFunction fn) {
 
 func::CallOp mlir::spmd::callRuntime(OpBuilder &b, ModuleOp module,
                                      Location loc, RuntimeFunction fn,
-                                     ValueRange args) {
+                                     ValueRange args, SymbolTable *symbols) {
   StringRef name = runtimeFunctionName(fn);
   FunctionType type = runtimeFunctionType(b.getContext(), fn);
   if (TypeRange(args.getTypes()) != type.getInputs()) {
@@ -133,11 +133,15 @@ func::CallOp mlir::spmd::callRuntime(OpBuilder &b, ModuleOp module,
     os << "), where RuntimeFunctions.def says " << type;
     llvm::report_fatal_error(StringRef(message));
   }
-  if (!module.lookupSymbol<func::FuncOp>(name)) {
+  Operation *existing =
+      symbols ? symbols->lookup(name) : module.lookupSymbol<func::FuncOp>(name);
+  if (!existing) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(module.getBody());
     auto decl = func::FuncOp::create(b, module.getLoc(), name, type);
     decl.setPrivate();
+    if (symbols)
+      symbols->insert(decl);
   }
   return func::CallOp::create(b, loc, name, type.getResults(), args);
 }
@@ -183,16 +187,19 @@ Value mlir::spmd::memRefAtAddress(OpBuilder &b, Location loc, MemRefType type,
 }
 
 Value mlir::spmd::stringConstant(OpBuilder &b, ModuleOp module, Location loc,
-                                 StringRef text, StringRef symbol) {
-  if (!module.lookupSymbol(symbol)) {
+                                 StringRef text, StringRef symbol,
+                                 SymbolTable *symbols) {
+  if (!(symbols ? symbols->lookup(symbol) : module.lookupSymbol(symbol))) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());
     std::string bytes = text.str();
     bytes.push_back('\0');
-    LLVM::GlobalOp::create(
+    auto global = LLVM::GlobalOp::create(
         b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
         /*isConstant=*/true, LLVM::Linkage::Internal, symbol,
         b.getStringAttr(bytes));
+    if (symbols)
+      symbols->insert(global, module.getBody()->begin());
   }
   return LLVM::AddressOfOp::create(
       b, loc, LLVM::LLVMPointerType::get(module.getContext()), symbol);
@@ -202,7 +209,7 @@ Value mlir::spmd::StringConstants::get(OpBuilder &b, ModuleOp module,
                                        Location loc, StringRef text) {
   auto it =
       symbols.try_emplace(text, (prefix + Twine(symbols.size())).str()).first;
-  return stringConstant(b, module, loc, text, it->second);
+  return stringConstant(b, module, loc, text, it->second, table);
 }
 
 /// Frames of PyTorch's own code, torch-mlir's, the bridge's (python/spmd/
