@@ -853,18 +853,6 @@ int64_t spmdStateAddress(const char *name, int64_t bytes, int32_t dtype) {
   return address;
 }
 
-int64_t spmdStateData(const char *name, int64_t *bytes) {
-  return rt().states.dataOrFail(name, bytes, failWith);
-}
-
-int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype) {
-  return rt().states.bindOrFail(name, bytes, dtype, failWith);
-}
-
-int64_t spmdStateCount(void) { return rt().states.count(); }
-
-const char *spmdStateName(int64_t index) {
-  return rt().states.nameOrFail(index, failWith);
-}
+SPMD_DEFINE_STATE_READERS(rt().states, failWith)
 
 } // extern "C"

@@ -127,4 +127,20 @@ private:
 
 } // namespace spmd::runtime
 
+/// The read-back functions of the C ABI over a runtime's registry
+/// (`REGISTRY`, an expression), ending the job through `FAIL(call,
+/// message)`: both runtimes define them with this, inside their
+/// `extern "C"` block (each registers and allocates states its own way).
+#define SPMD_DEFINE_STATE_READERS(REGISTRY, FAIL)                              \
+  int64_t spmdStateData(const char *name, int64_t *bytes) {                    \
+    return (REGISTRY).dataOrFail(name, bytes, FAIL);                           \
+  }                                                                            \
+  int64_t spmdStateBind(const char *name, int64_t bytes, int32_t dtype) {      \
+    return (REGISTRY).bindOrFail(name, bytes, dtype, FAIL);                    \
+  }                                                                            \
+  int64_t spmdStateCount(void) { return (REGISTRY).count(); }                  \
+  const char *spmdStateName(int64_t index) {                                   \
+    return (REGISTRY).nameOrFail(index, FAIL);                                 \
+  }
+
 #endif // SPMD_RUNTIME_STATEREGISTRY_H
