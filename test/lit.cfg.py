@@ -118,6 +118,9 @@ config.substitutions.append(
 # The Python bridge (`import spmd`) of this checkout, using this build.
 config.environment["PYTHONPATH"] = os.path.join(config.spmd_src_root, "python")
 config.environment["SPMD_BUILD"] = config.spmd_obj_root
+# The bridge's compiles verify the IR after every pass in tests (users'
+# compiles only verify input and output; docs/Python.md).
+config.environment["SPMD_VERIFY"] = "1"
 
 # torch + torch-mlir importable from the project's interpreter.
 if subprocess.run([config.python_executable, "-c", "import torch_mlir.fx"],

@@ -25,6 +25,7 @@
 // unmap; SPMD_CPU_CACHE=0 turns the cache off.
 //===----------------------------------------------------------------------===//
 
+#include "HostMapping.h"
 #include "Spmd/Runtime/HostBlockSize.h"
 #include "Spmd/Runtime/SpmdRuntime.h"
 
@@ -52,30 +53,11 @@ struct Block {
   bool mapped;
 };
 
-/// Mappings from this size up ask for transparent huge pages: one fault
-/// (and one 2 MiB zeroing) instead of 512, where the system's THP mode is
-/// `madvise` (SPMD_CPU_HUGE_PAGES=0 turns it off).
-constexpr size_t kHugePage = size_t(2) << 20;
-
-bool hugePages() {
-  static const bool on = [] {
-    const char *v = std::getenv("SPMD_CPU_HUGE_PAGES");
-    return !v || std::string(v) != "0";
-  }();
-  return on;
-}
-
 void *systemAllocate(size_t alignment, size_t size, bool &mapped) {
   mapped = size >= kMapped && alignment <= 4096;
   if (!mapped)
     return std::aligned_alloc(alignment, size);
-  void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED)
-    return nullptr;
-  if (size >= kHugePage && hugePages())
-    madvise(p, size, MADV_HUGEPAGE);
-  return p;
+  return spmd::runtime::mapZeroedPages(size);
 }
 
 void systemFree(void *p, const Block &block) {

@@ -80,6 +80,17 @@ struct SpmdBf16BitsInMemoryPass
     : public spmd::impl::SpmdBf16BitsInMemoryPassBase<
           SpmdBf16BitsInMemoryPass> {
   void runOnOperation() override {
+    // Most programs hold no bf16 value at all: one walk, not a rewrite.
+    auto isBf16 = [](Type t) { return isa<BFloat16Type>(t); };
+    bool any = getOperation()
+                   ->walk([&](Operation *op) {
+                     return llvm::any_of(op->getResultTypes(), isBf16)
+                                ? WalkResult::interrupt()
+                                : WalkResult::advance();
+                   })
+                   .wasInterrupted();
+    if (!any)
+      return;
     RewritePatternSet patterns(&getContext());
     patterns.add<StoreBits, LoadBits, SelectBits>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -77,6 +77,11 @@ Operation *lastUse(memref::AllocOp alloc, memref::DeallocOp dealloc,
 void FreeAfterLastUse::runOnOperation() {
   SmallVector<memref::DeallocOp> deallocs;
   getOperation().walk([&](memref::DeallocOp d) { deallocs.push_back(d); });
+  // Every move is decided first and made after: moving an op invalidates
+  // its block's op order, which isBeforeInBlock would recompute (the whole
+  // block) once per dealloc. Moving deallocs does not change where the
+  // other buffers' uses are.
+  SmallVector<std::pair<memref::DeallocOp, Operation *>> moves;
   for (memref::DeallocOp dealloc : deallocs) {
     auto alloc = dealloc.getMemref().getDefiningOp<memref::AllocOp>();
     if (!alloc || alloc->getBlock() != dealloc->getBlock() ||
@@ -86,8 +91,10 @@ void FreeAfterLastUse::runOnOperation() {
     Operation *last = lastUse(alloc, dealloc, escapes);
     if (escapes || !last || !last->isBeforeInBlock(dealloc))
       continue;
-    dealloc->moveAfter(last);
+    moves.emplace_back(dealloc, last);
   }
+  for (auto [dealloc, last] : moves)
+    dealloc->moveAfter(last);
 }
 
 } // namespace

@@ -49,7 +49,8 @@ std::optional<Store> asStore(memref::CopyOp copy) {
 /// `writer`, or tensors of the global whose every reader (through views)
 /// is. Conservative: any other use of the global fails.
 bool oldValueDeadAt(linalg::GenericOp writer, StringRef symbol,
-                    memref::CopyOp store) {
+                    memref::CopyOp store,
+                    ArrayRef<memref::GetGlobalOp> globalsOfSymbol) {
   Block *block = writer->getBlock();
   auto fn = writer->getParentOfType<FunctionOpInterface>();
   bool ok = true;
@@ -57,9 +58,11 @@ bool oldValueDeadAt(linalg::GenericOp writer, StringRef symbol,
     Operation *ancestor = block->findAncestorOpInBlock(*op);
     return ancestor && ancestor->isBeforeInBlock(writer);
   };
-  fn.walk([&](memref::GetGlobalOp global) {
-    if (!ok || global.getName() != symbol)
-      return;
+  for (memref::GetGlobalOp global : globalsOfSymbol) {
+    if (!ok)
+      break;
+    if (global->getParentOfType<FunctionOpInterface>() != fn)
+      continue;
     for (OpOperand &use : global->getUses()) {
       Operation *user = use.getOwner();
       if (user == store)
@@ -95,12 +98,13 @@ bool oldValueDeadAt(linalg::GenericOp writer, StringRef symbol,
         }
       }
     }
-  });
+  }
   return ok;
 }
 
 /// Makes `store`'s generic write the global; false when it is not safe.
-bool updateInPlace(Store store, int storesOfSymbol) {
+bool updateInPlace(Store store, int storesOfSymbol,
+                   ArrayRef<memref::GetGlobalOp> globalsOfSymbol) {
   auto result = dyn_cast<OpResult>(store.value);
   auto generic =
       result ? dyn_cast<linalg::GenericOp>(result.getOwner()) : nullptr;
@@ -119,7 +123,7 @@ bool updateInPlace(Store store, int storesOfSymbol) {
       type.getElementType() != globalType.getElementType() ||
       !generic.getMatchingIndexingMap(init).isIdentity() ||
       generic.payloadUsesValueFromOperand(init) ||
-      !oldValueDeadAt(generic, store.symbol, store.copy))
+      !oldValueDeadAt(generic, store.symbol, store.copy, globalsOfSymbol))
     return false;
   OpBuilder b(generic);
   Location loc = store.copy.getLoc();
@@ -143,7 +147,18 @@ struct UpdateStateInPlace
   void runOnOperation() override {
     SmallVector<Store> stores;
     llvm::StringMap<int> count;
-    getOperation()->walk([&](memref::CopyOp copy) {
+    // Each symbol's get_globals, found once (not one walk per store). A
+    // symbol's entry stays valid: only the symbol whose single store is
+    // rewritten loses (or gains) get_globals, and it is not asked again.
+    llvm::StringMap<SmallVector<memref::GetGlobalOp>> globals;
+    getOperation()->walk([&](Operation *op) {
+      if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+        globals[global.getName()].push_back(global);
+        return;
+      }
+      auto copy = dyn_cast<memref::CopyOp>(op);
+      if (!copy)
+        return;
       if (auto global = copy.getTarget().getDefiningOp<memref::GetGlobalOp>())
         ++count[global.getName()];
       if (std::optional<Store> store = asStore(copy))
@@ -156,7 +171,7 @@ struct UpdateStateInPlace
       ++storesOfValue[store.value];
     for (Store store : stores)
       if (storesOfValue[store.value] == 1)
-        (void)updateInPlace(store, count[store.symbol]);
+        (void)updateInPlace(store, count[store.symbol], globals[store.symbol]);
   }
 };
 

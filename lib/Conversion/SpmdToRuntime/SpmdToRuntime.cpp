@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/xxhash.h"
 
@@ -74,7 +75,7 @@ private:
   LogicalResult registerStates(ArrayRef<StateOp> states);
   void insertProgramChecks();
   Value stringConstant(StringRef text, StringRef symbol, Location loc);
-  bool canReadInPlace(LoadOp load, ArrayRef<Operation *> stateUses);
+  bool canReadInPlace(LoadOp load, ArrayRef<Operation *> uses);
 
   ModuleOp module;
   MLIRContext *ctx;
@@ -87,6 +88,10 @@ private:
   /// Futures of started collectives, until their waits are lowered.
   DenseMap<Value, Started> pending;
   SmallVector<Operation *> started;
+  /// Each state's loads and stores, in program order (lowerState).
+  llvm::StringMap<SmallVector<Operation *>> stateUses;
+  /// Whether a function calls anything but the runtime (canReadInPlace).
+  DenseMap<Operation *, bool> callsOthers;
 };
 
 Value RuntimeLowering::call(RuntimeFunction fn, ValueRange args, Location loc) {
@@ -401,12 +406,11 @@ LogicalResult RuntimeLowering::lowerLocalSlice(LocalSliceOp op) {
 /// but the runtime, and every read of the value (through views of it) comes
 /// before the next store of the state in the same block and does not leave
 /// the function.
-bool RuntimeLowering::canReadInPlace(LoadOp load,
-                                     ArrayRef<Operation *> stateUses) {
+bool RuntimeLowering::canReadInPlace(LoadOp load, ArrayRef<Operation *> uses) {
   auto fn = load->getParentOfType<func::FuncOp>();
   Block *block = load->getBlock();
   Operation *nextStore = nullptr;
-  for (Operation *use : stateUses) {
+  for (Operation *use : uses) {
     if (use == load || use->getParentOfType<func::FuncOp>() != fn)
       continue;
     if (isa<LoadOp>(use))
@@ -417,11 +421,12 @@ bool RuntimeLowering::canReadInPlace(LoadOp load,
         (!nextStore || use->isBeforeInBlock(nextStore)))
       nextStore = use;
   }
-  bool callsOthers = false;
-  fn.walk([&](func::CallOp call) {
-    callsOthers |= !call.getCallee().starts_with("spmd");
-  });
-  if (callsOthers)
+  auto [it, inserted] = callsOthers.try_emplace(fn, false);
+  if (inserted)
+    fn.walk([&, &found = it->second](func::CallOp call) {
+      found |= !call.getCallee().starts_with("spmd");
+    });
+  if (it->second)
     return false;
   SmallVector<Value> work{load.getResult()};
   while (!work.empty()) {
@@ -461,15 +466,7 @@ LogicalResult RuntimeLowering::lowerState(StateOp state) {
     return failure();
   global->setAttr(SpmdDialect::getStateDtypeAttrName(),
                   b.getI32IntegerAttr(*code));
-  SmallVector<Operation *> uses;
-  module.walk([&](Operation *op) {
-    if (auto load = dyn_cast<LoadOp>(op);
-        load && load.getState() == state.getSymName())
-      uses.push_back(op);
-    if (auto store = dyn_cast<StoreOp>(op);
-        store && store.getState() == state.getSymName())
-      uses.push_back(op);
-  });
+  ArrayRef<Operation *> uses = stateUses[state.getSymName()];
   // Decided for every load before any use is rewritten: the check scans the
   // other uses, which the loop below erases one by one.
   llvm::SmallPtrSet<Operation *, 4> inPlace;
@@ -652,6 +649,14 @@ LogicalResult RuntimeLowering::run() {
   SmallVector<StateOp> states(module.getOps<StateOp>());
   if (failed(registerStates(states)))
     return failure();
+  // Every state's loads and stores, found in one walk (not one per state:
+  // a program holds hundreds of states and a long step).
+  module.walk([&](Operation *op) {
+    if (auto load = dyn_cast<LoadOp>(op))
+      stateUses[load.getState()].push_back(op);
+    else if (auto store = dyn_cast<StoreOp>(op))
+      stateUses[store.getState()].push_back(op);
+  });
   for (StateOp state : states)
     if (failed(lowerState(state)))
       return failure();
