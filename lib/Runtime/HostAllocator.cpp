@@ -57,7 +57,7 @@ void *systemAllocate(size_t alignment, size_t size, bool &mapped) {
   mapped = size >= kMapped && alignment <= 4096;
   if (!mapped)
     return std::aligned_alloc(alignment, size);
-  return spmd::runtime::mapZeroedPages(size);
+  return spmd::runtime::mapZeroedPages(size, /*huge=*/true);
 }
 
 void systemFree(void *p, const Block &block) {

@@ -117,12 +117,12 @@ Runtime &rt() {
 /// A zero-filled, 128-byte aligned buffer of `bytes` for a state, never
 /// freed (the host's views of state live as long as the process). Large
 /// ones are anonymous mappings (HostMapping.h): their pages cost memory
-/// only once touched, as a library's `.bss` did, and come in huge pages.
+/// only once touched, as a library's `.bss` did.
 void *allocateStateBuffer(int64_t bytes) {
   constexpr int64_t kAlignment = 128, kMapped = int64_t(1) << 16;
   auto size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
   if (bytes >= kMapped)
-    return spmd::runtime::mapZeroedPages(size);
+    return spmd::runtime::mapZeroedPages(size, /*huge=*/false);
   size = (size + kAlignment - 1) / kAlignment * kAlignment;
   void *p = std::aligned_alloc(kAlignment, size);
   if (p)

@@ -213,8 +213,8 @@ def _straight_line(ll: Path):
     an outlined, noinline kernel) and the state registration. Their
     thousands of values live across calls cost llc's greedy register
     allocator most of its time at -O3 (GPT-2 24 layers: 2.1 of 2.3 s;
-    0.66 s at -O0) and gain nothing from it: they are compiled apart at
-    STRAIGHT_LINE_LEVEL, the kernels at -O3."""
+    0.66 s at -O0) and gain nothing from it: they are compiled apart,
+    unoptimized, at STRAIGHT_LINE_LEVEL, the kernels at -O3."""
     names, current, branches = [], None, False
     with open(ll) as f:
         for line in f:
@@ -234,30 +234,39 @@ def _straight_line(ll: Path):
     return names
 
 
-def _codegen(bc: Path, llc_args, work: Path, straight):
-    """llc of `bc` into objects: one, or the straight-line functions apart
-    from the rest (llvm-extract gives the symbols the two share hidden
-    external linkage)."""
+def _codegen(ll: Path, target: str, work: Path):
+    """opt and llc of LLVM module `ll` into objects: one, or on the CPU the
+    straight-line functions (not optimized, llc at STRAIGHT_LINE_LEVEL)
+    apart from the rest (opt and llc as _llvm_args says); llvm-extract gives
+    the symbols the two parts share hidden external linkage."""
+    opt_args, llc_args = _llvm_args(target)
     triple = f"-mtriple={_host_triple()}"
+    straight = _straight_line(ll) if target == "cpu" else []
+
+    def optimize(source, out, what=""):
+        _run([LLVM_PREFIX / "bin" / "opt", *opt_args, triple, source, "-o",
+              out], "LLVM opt " + opt_args[0] + what, work)
+
+    def llc(source, out, level, what=""):
+        _run([LLVM_PREFIX / "bin" / "llc", level, *llc_args[1:], triple,
+              "-filetype=obj", source, "-o", out], f"LLVM llc {level}{what}",
+             work)
+        return out
+
     if not straight:
-        _run([LLVM_PREFIX / "bin" / "llc", *llc_args, triple,
-              "-filetype=obj", bc, "-o", work / "step.o"],
-             "LLVM llc " + llc_args[0], work)
-        return [work / "step.o"]
+        optimize(ll, work / "step.bc")
+        return [llc(work / "step.bc", work / "step.o", llc_args[0])]
     funcs = [f"--func={n}" for n in straight]
     extract = LLVM_PREFIX / "bin" / "llvm-extract"
-    _run([extract, *funcs, bc, "-o", work / "straight.bc"],
+    _run([extract, *funcs, ll, "-o", work / "straight.bc"],
          "llvm-extract (straight-line)", work)
-    _run([extract, "--delete", *funcs, bc, "-o", work / "kernels.bc"],
+    _run([extract, "--delete", *funcs, ll, "-o", work / "kernels.bc"],
          "llvm-extract (kernels)", work)
-    _run([LLVM_PREFIX / "bin" / "llc", STRAIGHT_LINE_LEVEL, *llc_args[1:],
-          triple, "-filetype=obj", work / "straight.bc", "-o",
-          work / "straight.o"], "LLVM llc " + STRAIGHT_LINE_LEVEL
-         + " (straight-line)", work)
-    _run([LLVM_PREFIX / "bin" / "llc", *llc_args, triple, "-filetype=obj",
-          work / "kernels.bc", "-o", work / "kernels.o"],
-         "LLVM llc " + llc_args[0] + " (kernels)", work)
-    return [work / "straight.o", work / "kernels.o"]
+    optimize(work / "kernels.bc", work / "kernels.opt.bc", " (kernels)")
+    return [llc(work / "straight.bc", work / "straight.o",
+                STRAIGHT_LINE_LEVEL, " (straight-line)"),
+            llc(work / "kernels.opt.bc", work / "kernels.o", llc_args[0],
+                " (kernels)")]
 
 
 def _verify_args():
@@ -312,12 +321,7 @@ def compile_module(text: str, passes: str, keep: bool = False,
          f"{tool} {lowering[0]}", work)
     _run([LLVM_PREFIX / "bin" / "mlir-translate", "--mlir-to-llvmir",
           work / "llvm.mlir", "-o", work / "step.ll"], "mlir-translate", work)
-    opt_args, llc_args = _llvm_args(target)
-    _run([LLVM_PREFIX / "bin" / "opt", *opt_args,
-          f"-mtriple={_host_triple()}", work / "step.ll", "-o",
-          work / "step.bc"], "LLVM opt " + opt_args[0], work)
-    straight = _straight_line(work / "step.ll") if target == "cpu" else []
-    objects = _codegen(work / "step.bc", llc_args, work, straight)
+    objects = _codegen(work / "step.ll", target, work)
     cc = os.environ.get("CC", shutil.which("cc") or "gcc")
     if target == "cpu":
         blas = _cmake_cache(build, "SPMD_BLAS_LIBRARY")
