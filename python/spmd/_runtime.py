@@ -301,6 +301,12 @@ def all_ranks_min(value: int) -> int:
     return _all_reduce_i64([value], "MIN")[0]
 
 
+def all_ranks_min_each(values):
+    """The element-wise smallest of every rank's `values` (one collective
+    for a whole list of flags)."""
+    return _all_reduce_i64(values, "MIN")
+
+
 def agree_on_failure(error):
     """Raises on every rank when any rank's `error` is set (see _errors)."""
     _errors.agree_on_failure(error, world_size(), rank(), all_ranks_min)
