@@ -288,10 +288,37 @@ def launch(mode, args, tmp, env, tag=""):
     return [json.load(open(f"{out}.{r}")) for r in range(ranks)]
 
 
+AUTOGROUP = "/proc/sys/kernel/sched_autogroup_enabled"
+
+
 class Load:
-    """One busy process per core, for --load."""
+    """One busy process per core, for --load.
+
+    With the kernel's autogroup scheduling on, cores are shared between
+    sessions before processes, and the launchers differ there: torchrun
+    starts each worker in a session of its own, mpirun keeps its ranks in
+    the caller's, the busy processes' session. DDP's workers then got 2/3
+    of a core each and spmd's ranks 1/2 (slowdowns 1.25x and 2.14x on
+    2026-12-06; 2.24x and 2.08x with autogroup off). The comparison is of
+    the runtimes, so autogroup is turned off while the load runs where this
+    process may (root), and restored after; otherwise a line says so."""
 
     def __enter__(self):
+        self.autogroup = None
+        try:
+            with open(AUTOGROUP) as f:
+                self.autogroup = f.read().strip()
+            if self.autogroup != "0":
+                with open(AUTOGROUP, "w") as f:
+                    f.write("0")
+            print("--load: autogroup scheduling off (cores shared per "
+                  "process, whatever the launcher's sessions)")
+        except OSError:
+            print("--load: autogroup scheduling "
+                  f"{'on' if self.autogroup == '1' else 'unknown'} and not "
+                  "changeable here: torchrun's workers (a session each) get "
+                  "more of the cores than mpirun's ranks")
+            self.autogroup = None
         self.procs = [subprocess.Popen(
             [sys.executable, "-c", "while True: pass"])
             for _ in range(multiprocessing.cpu_count())]
@@ -301,6 +328,9 @@ class Load:
         for p in self.procs:
             p.kill()
             p.wait()
+        if self.autogroup not in (None, "0"):
+            with open(AUTOGROUP, "w") as f:
+                f.write(self.autogroup)
         return False
 
 
@@ -364,6 +394,12 @@ def table(args, runs, gflops, title):
     print("ratios: " + "; ".join(ratios))
     for mode in [m for m in MODES + AC_MODES if m.startswith("spmd")]:
         if runs.get(mode):
+            step = slow(runs[mode], "median")
+            cached = runs.get(mode + "-cached")
+            print(f"{NAMES[mode]} first call less one step (compile and "
+                  f"load): cold {slow(runs[mode], 'first') - step:.1f} s"
+                  + (f", cached {slow(cached, 'first') - step:.1f} s"
+                     if cached else ""))
             phases = runs[mode][0].get("phases", {})
             print(f"{NAMES[mode]} first call by phase (rank 0, s): "
                   + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()))
@@ -443,10 +479,14 @@ def main():
             cached = launch("spmd-replicate-cached", depth_args, tmp, env_d,
                             tag)
             if cold and cached:
+                step = max(r['median'] for r in cold)
+                first = max(r['first'] for r in cold)
+                again = max(r['first'] for r in cached)
                 print(f"depth {layers}: spmd replicate first call cold "
-                      f"{max(r['first'] for r in cold):.1f} s, cached "
-                      f"{max(r['first'] for r in cached):.1f} s, step "
-                      f"{max(r['median'] for r in cold):.2f} s")
+                      f"{first:.1f} s, cached {again:.1f} s, step "
+                      f"{step:.2f} s; less one step (compile and load): "
+                      f"cold {first - step:.1f} s, cached "
+                      f"{again - step:.1f} s")
 
 
 if __name__ == "__main__":
