@@ -1,4 +1,5 @@
 // RUN: spmd-opt %s --spmd-plan-memory | FileCheck %s
+// RUN: spmd-opt %s '--spmd-plan-memory=report-peak=2' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // The plan: the most bytes live at once (each buffer rounded up to its
 // alignment, at least 64 bytes), and at that point activations, whole
 // gradients (read by a reducing collective), communication buffers
@@ -13,6 +14,17 @@
 // A function without buffers has an all-zero plan; private ones none.
 // CHECK-DAG: llvm.mlir.global external constant @__spmd_memory_plan_empty(dense<0> : tensor<4xi64>)
 // CHECK-NOT: __spmd_memory_plan_helper
+
+// report-peak=N: a remark per function with the N largest buffers live at
+// its peak, largest first (ties in allocation order).
+// REPORT: remark: transient peak 6.0 KiB in 3 buffers; largest:
+// REPORT-NEXT: 4.0 KiB activation memref<1024xf32> at loc({{.*}}:[[@LINE+19]]:
+// REPORT-NEXT: 1.0 KiB whole gradient memref<256xf32> at loc(
+// REPORT-NOT: communication memref<256xf32>
+// REPORT: remark: transient peak 0.8 KiB in 1 buffers; largest:
+// REPORT-NEXT: 0.8 KiB activation memref<100xindex>
+// REPORT: remark: transient peak 0.0 KiB in 0 buffers; largest:
+// REPORT-NOT: remark
 
 func.func private @spmdAllReduceStart(i64, i64, i64, i32, i32, i64, i64) -> i64
 func.func private @spmdWait(i64)

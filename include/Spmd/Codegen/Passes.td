@@ -200,6 +200,11 @@ def SpmdPlanMemoryPass : Pass<"spmd-plan-memory", "::mlir::ModuleOp"> {
     Not counted: buffers of dynamic shape (none in programs the bridge
     traces), memory the runtime or BLAS allocate on their own.
 
+    With `report-peak=N` (`spmd-lower-to-cpu{report-memory-peak=N}`), each
+    function also gets a remark naming the N largest buffers live at its
+    peak: bytes, category and the location of the op that allocated them
+    (the user's source line where the program carries one).
+
     ```mlir
     func.func @step(...) {
       %a = memref.alloc() : memref<1024xf32>   // 4096 bytes
@@ -210,6 +215,10 @@ def SpmdPlanMemoryPass : Pass<"spmd-plan-memory", "::mlir::ModuleOp"> {
     llvm.mlir.global external constant @__spmd_memory_plan_step(dense<[5120, 4096, 1024, 0]> : tensor<4xi64>) : !llvm.array<4 x i64>
     ```
   }];
+  let options = [
+    Option<"reportPeak", "report-peak", "unsigned", /*default=*/"0",
+           "Remark the N largest buffers live at each function's peak">
+  ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
@@ -580,6 +589,46 @@ def SpmdUpdateStateInPlacePass : Pass<"spmd-update-state-in-place"> {
   }];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect"];
+}
+
+def SpmdScheduleForMemoryPass
+    : Pass<"spmd-schedule-for-memory", "::mlir::func::FuncOp"> {
+  let summary = "Moves an op that frees more than it allocates up, so the "
+                "ops it passes run with less memory live";
+  let description = [{
+    Part of the lowering to buffers shared by the CPU and GPU lowerings,
+    on tensors right before bufferization. An op that reads the last use of
+    a large tensor (through any view of it: slices and reshapes share its
+    buffer) and produces fewer bytes than it frees moves up, with the ops
+    only it uses (its init tensors), to right after the last op it depends
+    on, that still uses that tensor, or that has memory effects (calls,
+    collectives and state accesses keep their places, so does the overlap
+    schedule). Every op it passes then runs with less memory live, so the
+    step's transient peak never goes up. What counts as freed: a tensor the
+    step computes or a collective receives; not function arguments,
+    constants, init placeholders (`tensor.empty`) or state, and not a
+    destination-style op's inits (they become its results).
+
+    The case it was written for: a tied or large weight gathered for the
+    head (fully_shard), whose backward computes `dW = dY^T . X` (a whole
+    weight-sized gradient) before `dX = dY . W`, the gathered W's last use:
+
+    ```mlir
+    %dw = linalg.matmul ins(%dyT, %x : tensor<50257x256xf32>, tensor<256x768xf32>) outs(%z0 : tensor<50257x768xf32>) -> tensor<50257x768xf32>
+    %i = tensor.empty() : tensor<256x768xf32>
+    %z1 = linalg.fill ins(%c0 : f32) outs(%i : tensor<256x768xf32>) -> tensor<256x768xf32>
+    %dx = linalg.matmul ins(%dy, %w : tensor<256x50257xf32>, tensor<50257x768xf32>) outs(%z1 : tensor<256x768xf32>) -> tensor<256x768xf32>
+    // becomes (%dx with its init first: W's 154 MB are freed before dW's
+    // 154 MB are allocated)
+    %i = tensor.empty() : tensor<256x768xf32>
+    %z1 = linalg.fill ins(%c0 : f32) outs(%i : tensor<256x768xf32>) -> tensor<256x768xf32>
+    %dx = linalg.matmul ins(%dy, %w : ...) outs(%z1 : ...) -> tensor<256x768xf32>
+    %dw = linalg.matmul ins(%dyT, %x : ...) outs(%z0 : ...) -> tensor<50257x768xf32>
+    ```
+
+    An op moves at most 512 ops up (the pass stays linear in the program's
+    size). Tensors of dynamic shape count as no bytes.
+  }];
 }
 
 def SpmdRemoveOptimizationBarriersPass

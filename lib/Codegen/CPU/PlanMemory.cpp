@@ -20,6 +20,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 
+#include "llvm/Support/Format.h"
+
 namespace mlir::spmd {
 #define GEN_PASS_DEF_SPMDPLANMEMORYPASS
 #include "Spmd/Codegen/Passes.h.inc"
@@ -30,6 +32,7 @@ using namespace mlir;
 namespace {
 
 struct PlanMemory : mlir::spmd::impl::SpmdPlanMemoryPassBase<PlanMemory> {
+  using Base::Base;
   void runOnOperation() override;
 };
 
@@ -93,22 +96,36 @@ Category categoryOf(memref::AllocOp alloc) {
 
 /// The plan of one function: the peak and its split by category.
 struct Plan {
-  explicit Plan(const DataLayout &layout) : layout(layout) {}
+  Plan(const DataLayout &layout, bool keepPeakBuffers)
+      : layout(layout), keepPeakBuffers(keepPeakBuffers) {}
+
+  /// A live buffer: its bytes, category and allocation order.
+  struct Buffer {
+    int64_t bytes;
+    Category category;
+    unsigned order;
+  };
 
   const DataLayout &layout;
+  bool keepPeakBuffers;
   int64_t live = 0, peak = 0;
+  unsigned allocations = 0;
   std::array<int64_t, 3> byCategory{}, atPeak{};
-  llvm::DenseMap<Value, std::pair<int64_t, Category>> buffers;
+  llvm::DenseMap<Value, Buffer> buffers;
+  /// The buffers live at the peak (with `keepPeakBuffers`).
+  SmallVector<std::pair<Value, Buffer>> peakBuffers;
 
   void allocate(memref::AllocOp alloc) {
     int64_t bytes = allocatedBytes(alloc, layout);
     Category c = categoryOf(alloc);
-    buffers[alloc.getResult()] = {bytes, c};
+    buffers[alloc.getResult()] = {bytes, c, allocations++};
     live += bytes;
     byCategory[c] += bytes;
     if (live > peak) {
       peak = live;
       atPeak = byCategory;
+      if (keepPeakBuffers)
+        peakBuffers.assign(buffers.begin(), buffers.end());
     }
   }
 
@@ -116,8 +133,8 @@ struct Plan {
     auto it = buffers.find(dealloc.getMemref());
     if (it == buffers.end())
       return;
-    live -= it->second.first;
-    byCategory[it->second.second] -= it->second.first;
+    live -= it->second.bytes;
+    byCategory[it->second.category] -= it->second.bytes;
     buffers.erase(it);
   }
 
@@ -131,6 +148,31 @@ struct Plan {
         free(dealloc);
     });
   }
+
+  /// A remark on `fn` naming the `count` largest buffers live at the peak.
+  void report(func::FuncOp fn, unsigned count) {
+    llvm::sort(peakBuffers, [](const auto &a, const auto &b) {
+      return std::make_pair(-a.second.bytes, a.second.order) <
+             std::make_pair(-b.second.bytes, b.second.order);
+    });
+    static constexpr const char *kNames[] = {"activation", "whole gradient",
+                                             "communication"};
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    // KiB below a MiB, so that small programs read as more than zeros.
+    auto size = [](int64_t bytes) {
+      return bytes < 1048576 ? llvm::format("%.1f KiB", bytes / 1024.0)
+                             : llvm::format("%.1f MiB", bytes / 1048576.0);
+    };
+    os << "transient peak " << size(peak) << " in " << peakBuffers.size()
+       << " buffers; largest:";
+    for (const auto &entry : ArrayRef(peakBuffers).take_front(count)) {
+      const Buffer &buffer = entry.second;
+      os << "\n  " << size(buffer.bytes) << " " << kNames[buffer.category]
+         << " " << entry.first.getType() << " at " << entry.first.getLoc();
+    }
+    emitRemark(fn.getLoc(), text);
+  }
 };
 
 void PlanMemory::runOnOperation() {
@@ -141,8 +183,10 @@ void PlanMemory::runOnOperation() {
   for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>())) {
     if (fn.isExternal() || fn.isPrivate())
       continue;
-    Plan plan(layout);
+    Plan plan(layout, reportPeak > 0);
     plan.walk(fn.getBody());
+    if (reportPeak > 0)
+      plan.report(fn, reportPeak);
     // {peak, activations, gradients, communication} at the peak.
     SmallVector<int64_t> values{plan.peak, plan.atPeak[Activations],
                                 plan.atPeak[Gradients],

@@ -43,6 +43,8 @@ void mlir::spmd::buildLowerToBuffers(
     beforeBufferize(pm);
   pm.addNestedPass<func::FuncOp>(
       spmd::createSpmdRemoveOptimizationBarriersPass());
+  // Last uses of large tensors first: a lower transient peak.
+  pm.addNestedPass<func::FuncOp>(spmd::createSpmdScheduleForMemoryPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -91,8 +93,18 @@ void mlir::spmd::buildHostToLLVM(
   pm.addPass(spmd::createSpmdBf16BitsInMemoryPass());
 }
 
+namespace {
+struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
+  PassOptions::Option<unsigned> reportMemoryPeak{
+      *this, "report-memory-peak",
+      llvm::cl::desc("remark the N largest buffers live at each step's "
+                     "planned memory peak (spmd-plan-memory{report-peak})"),
+      llvm::cl::init(0)};
+};
+} // namespace
+
 void mlir::spmd::registerLowerToCPUPipeline() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LowerToCPUOptions>(
       "spmd-lower-to-cpu",
       "Lowers a local spmd program to the LLVM dialect for the CPU: "
       "decompose optimizers and foreach, convert-spmd-to-runtime, fusion, "
@@ -103,7 +115,7 @@ void mlir::spmd::registerLowerToCPUPipeline() {
       "large full reductions in blocks, loop nests outlined, trace regions of "
       "the user's source lines, state in runtime buffers, other linalg to "
       "loops, to LLVM",
-      [](OpPassManager &pm) {
+      [](OpPassManager &pm, const LowerToCPUOptions &options) {
         spmd::buildLowerToBuffers(pm, [](OpPassManager &pm) {
           pm.addPass(spmd::createSpmdLowerAttentionPass());
           pm.addNestedPass<func::FuncOp>(
@@ -120,7 +132,9 @@ void mlir::spmd::registerLowerToCPUPipeline() {
         pm.addNestedPass<func::FuncOp>(
             spmd::createSpmdCollectiveInputsInPlacePass());
         // The step's transient peak, ahead of time (spmd.memory_stats).
-        pm.addPass(spmd::createSpmdPlanMemoryPass());
+        spmd::SpmdPlanMemoryPassOptions plan;
+        plan.reportPeak = options.reportMemoryPeak;
+        pm.addPass(spmd::createSpmdPlanMemoryPass(plan));
         // libSpmdRuntime's spmdSgemm: OpenBLAS, or the BLAS the process
         // hands over (Sgemm.cpp).
         spmd::ConvertLinalgToBlasPassOptions blas;
