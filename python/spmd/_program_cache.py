@@ -196,9 +196,18 @@ def _is_real(t: torch.Tensor) -> bool:
 
 def context(parts) -> str:
     """The digest's context: `parts` (the compile's options, the state's
-    and inputs' shapes, ...) and the versions programs are built by."""
-    return repr((_import_cache.versions(), torch.get_default_dtype(),
+    and inputs' shapes, ...) and the versions programs are built by,
+    spmd-opt's build included (a rebuilt compiler distributes anew)."""
+    return repr((_import_cache.versions(), _compiler_build(),
+                 torch.get_default_dtype(),
                  torch.are_deterministic_algorithms_enabled(), parts))
+
+
+def _compiler_build() -> int:
+    try:
+        return (_toolchain.build_dir() / "bin" / "spmd-opt").stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _directory(ctx: str) -> Path:

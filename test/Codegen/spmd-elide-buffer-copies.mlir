@@ -148,3 +148,78 @@ func.func @strided_slice(%a: memref<2x2xf32>, %b: memref<2x2xf32>) -> memref<8xf
   memref.copy %flat, %s : memref<4xf32> to memref<4xf32, strided<[2]>>
   return %bucket : memref<8xf32>
 }
+
+// -----
+
+// A pad's copy (an uneven gradient padded to split evenly for its
+// reduce-scatter): the GEMM computes into the padded buffer's leading rows,
+// and the pad's fill moves with the buffer before it.
+// CHECK-LABEL: func.func @into_padded
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant
+// CHECK-NEXT: %[[PADDED:.*]] = memref.alloc() : memref<8x16xf32>
+// CHECK-NEXT: linalg.fill ins(%[[ZERO]] : f32) outs(%[[PADDED]] : memref<8x16xf32>)
+// CHECK-NEXT: %[[ROWS:.*]] = memref.subview %[[PADDED]][0, 0] [7, 16] [1, 1]
+// CHECK-NEXT: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<7x8xf32>, memref<8x16xf32>) outs(%[[ROWS]] : memref<7x16xf32, strided<[16, 1]>>)
+// CHECK-NEXT: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<7x8xf32>, memref<8x16xf32>) outs(%[[ROWS]] : memref<7x16xf32, strided<[16, 1]>>)
+// CHECK-NOT: memref.copy
+// CHECK: return %[[PADDED]]
+func.func @into_padded(%a: memref<7x8xf32>, %b: memref<8x16xf32>) -> memref<8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %g = memref.alloc() : memref<7x16xf32>
+  linalg.matmul ins(%a, %b : memref<7x8xf32>, memref<8x16xf32>) outs(%g : memref<7x16xf32>)
+  linalg.matmul ins(%a, %b : memref<7x8xf32>, memref<8x16xf32>) outs(%g : memref<7x16xf32>)
+  %padded = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%padded : memref<8x16xf32>)
+  %rows = memref.subview %padded[0, 0] [7, 16] [1, 1] : memref<8x16xf32> to memref<7x16xf32, strided<[16, 1]>>
+  memref.copy %g, %rows : memref<7x16xf32> to memref<7x16xf32, strided<[16, 1]>>
+  return %padded : memref<8x16xf32>
+}
+
+// -----
+
+// Kept: columns of a wider buffer are no contiguous run, and a fill that
+// reads a value computed after the gradient cannot move before it.
+// CHECK-LABEL: func.func @not_contiguous
+// CHECK: memref.copy
+// CHECK-LABEL: func.func @late_fill
+// CHECK: memref.copy
+func.func @not_contiguous(%a: memref<7x8xf32>, %b: memref<8x16xf32>) -> memref<7x17xf32> {
+  %g = memref.alloc() : memref<7x16xf32>
+  linalg.matmul ins(%a, %b : memref<7x8xf32>, memref<8x16xf32>) outs(%g : memref<7x16xf32>)
+  %wide = memref.alloc() : memref<7x17xf32>
+  %cols = memref.subview %wide[0, 0] [7, 16] [1, 1] : memref<7x17xf32> to memref<7x16xf32, strided<[17, 1]>>
+  memref.copy %g, %cols : memref<7x16xf32> to memref<7x16xf32, strided<[17, 1]>>
+  return %wide : memref<7x17xf32>
+}
+func.func @late_fill(%a: memref<7x8xf32>, %b: memref<8x16xf32>, %x: memref<f32>) -> memref<8x16xf32> {
+  %g = memref.alloc() : memref<7x16xf32>
+  linalg.matmul ins(%a, %b : memref<7x8xf32>, memref<8x16xf32>) outs(%g : memref<7x16xf32>)
+  %v = memref.load %x[] : memref<f32>
+  %padded = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%v : f32) outs(%padded : memref<8x16xf32>)
+  %rows = memref.subview %padded[0, 0] [7, 16] [1, 1] : memref<8x16xf32> to memref<7x16xf32, strided<[16, 1]>>
+  memref.copy %g, %rows : memref<7x16xf32> to memref<7x16xf32, strided<[16, 1]>>
+  return %padded : memref<8x16xf32>
+}
+
+// -----
+
+// A contiguous slice of another shape (one row of a 2-D bucket): flattened,
+// then shaped as the gradient.
+// CHECK-LABEL: func.func @into_row
+// CHECK-NEXT: %[[BUCKET:.*]] = memref.alloc() : memref<2x64xf32>
+// CHECK-NEXT: %[[ROW:.*]] = memref.subview %[[BUCKET]][1, 0] [1, 64] [1, 1]
+// CHECK-NEXT: %[[FLAT:.*]] = memref.collapse_shape %[[ROW]] {{\[\[}}0, 1]] : memref<1x64xf32, strided<[64, 1], offset: 64>> into memref<64xf32, strided<[1], offset: 64>>
+// CHECK-NEXT: %[[G:.*]] = memref.expand_shape %[[FLAT]] {{\[\[}}0, 1]] output_shape [4, 16]
+// CHECK-NEXT: linalg.matmul {{.*}} outs(%[[G]] : memref<4x16xf32, strided<[16, 1], offset: 64>>)
+// CHECK-NOT: memref.copy
+func.func @into_row(%a: memref<4x8xf32>, %b: memref<8x16xf32>) -> memref<2x64xf32> {
+  %g = memref.alloc() : memref<4x16xf32>
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%g : memref<4x16xf32>)
+  %bucket = memref.alloc() : memref<2x64xf32>
+  %row = memref.subview %bucket[1, 0] [1, 64] [1, 1] : memref<2x64xf32> to memref<1x64xf32, strided<[64, 1], offset: 64>>
+  %g2 = memref.expand_shape %g [[0, 1], [2]] output_shape [1, 4, 16] : memref<4x16xf32> into memref<1x4x16xf32>
+  %g3 = memref.collapse_shape %g2 [[0], [1, 2]] : memref<1x4x16xf32> into memref<1x64xf32>
+  memref.copy %g3, %row : memref<1x64xf32> to memref<1x64xf32, strided<[64, 1], offset: 64>>
+  return %bucket : memref<2x64xf32>
+}

@@ -402,6 +402,136 @@ func.func @cheap_broadcast(%rstd: tensor<24xf32>, %x: tensor<24x8xf32>) -> tenso
 
 // -----
 
+// Cross-entropy's one-hot mask of the targets over the vocabulary, from a
+// column of targets (inputs 1/32 of its bytes or less, a few arith and
+// index ops), read by the loss's sum and its gradient: each computes its
+// own, and then so does the gradient (its inputs are columns and scalars
+// once the mask is in it) for each of its elementwise readers. No
+// [tokens, vocabulary] mask or gradient is stored.
+// CHECK-LABEL: func.func @recomputed_broadcast
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x1xi64>, tensor<4x1024xf32>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: arith.cmpi eq
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg2, %arg1 : tensor<4x1xi64>, tensor<f32>, tensor<4x1024xf32>) outs(%{{.*}} : tensor<4x1024xf32>)
+// CHECK: arith.cmpi eq
+// CHECK: math.exp
+// CHECK-NOT: linalg.generic
+#col = affine_map<(d0, d1) -> (d0, 0)>
+#all = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#scalar = affine_map<(d0, d1) -> ()>
+func.func @recomputed_broadcast(%t: tensor<4x1xi64>, %logp: tensor<4x1024xf32>, %scale: tensor<f32>) -> (tensor<4xf32>, tensor<4x1024xf32>) {
+  %f0 = arith.constant 0.0 : f32
+  %em = tensor.empty() : tensor<4x1024xi1>
+  %mask = linalg.generic {indexing_maps = [#col, #all], iterator_types = ["parallel", "parallel"]}
+      ins(%t : tensor<4x1xi64>) outs(%em : tensor<4x1024xi1>) {
+  ^bb0(%in: i64, %out: i1):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %r = arith.cmpi eq, %in, %ji : i64
+    linalg.yield %r : i1
+  } -> tensor<4x1024xi1>
+  %es = tensor.empty() : tensor<4xf32>
+  %zs = linalg.fill ins(%f0 : f32) outs(%es : tensor<4xf32>) -> tensor<4xf32>
+  %picked = linalg.generic {indexing_maps = [#all, #all, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%mask, %logp : tensor<4x1024xi1>, tensor<4x1024xf32>) outs(%zs : tensor<4xf32>) {
+  ^bb0(%m: i1, %x: f32, %acc: f32):
+    %s = arith.select %m, %x, %f0 : f32
+    %r = arith.addf %s, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %eg = tensor.empty() : tensor<4x1024xf32>
+  %dnll = linalg.generic {indexing_maps = [#all, #scalar, #all], iterator_types = ["parallel", "parallel"]}
+      ins(%mask, %scale : tensor<4x1024xi1>, tensor<f32>) outs(%eg : tensor<4x1024xf32>) {
+  ^bb0(%m: i1, %c: f32, %out: f32):
+    %n = arith.negf %c : f32
+    %r = arith.select %m, %n, %f0 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1024xf32>
+  %ed = tensor.empty() : tensor<4x1024xf32>
+  %dlogits = linalg.generic {indexing_maps = [#all, #all, #all], iterator_types = ["parallel", "parallel"]}
+      ins(%dnll, %logp : tensor<4x1024xf32>, tensor<4x1024xf32>) outs(%ed : tensor<4x1024xf32>) {
+  ^bb0(%d: f32, %x: f32, %out: f32):
+    %p = math.exp %x : f32
+    %r = arith.addf %d, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1024xf32>
+  return %picked, %dlogits : tensor<4xf32>, tensor<4x1024xf32>
+}
+
+// -----
+
+// Not recomputed: a broadcast read by a reduction that it alone would give
+// its loop bounds (the fused reduction would have no operand over d1), so
+// it is stored once for both readers, and a broadcast whose inputs are
+// not small next to it.
+#col = affine_map<(d0, d1) -> (d0, 0)>
+#all = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @broadcast_kept
+// CHECK-COUNT-1: arith.cmpi eq
+// CHECK-NOT: arith.cmpi eq
+// CHECK-LABEL: func.func @large_inputs_kept
+// CHECK-COUNT-1: arith.mulf
+// CHECK-NOT: arith.mulf
+func.func @broadcast_kept(%t: tensor<4x1xi64>, %logp: tensor<4x1024xf32>) -> (tensor<4x1xf32>, tensor<4x1024xf32>) {
+  %f0 = arith.constant 0.0 : f32
+  %f1 = arith.constant 1.0 : f32
+  %eg = tensor.empty() : tensor<4x1024xf32>
+  %onehot = linalg.generic {indexing_maps = [#col, #all], iterator_types = ["parallel", "parallel"]}
+      ins(%t : tensor<4x1xi64>) outs(%eg : tensor<4x1024xf32>) {
+  ^bb0(%in: i64, %out: f32):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %c = arith.cmpi eq, %in, %ji : i64
+    %r = arith.select %c, %f1, %f0 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1024xf32>
+  %ez = tensor.empty() : tensor<4x1xf32>
+  %zs = linalg.fill ins(%f0 : f32) outs(%ez : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %sum = linalg.generic {indexing_maps = [#all, #col], iterator_types = ["parallel", "reduction"]}
+      ins(%onehot : tensor<4x1024xf32>) outs(%zs : tensor<4x1xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.addf %x, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %ed = tensor.empty() : tensor<4x1024xf32>
+  %y = linalg.generic {indexing_maps = [#all, #all, #all], iterator_types = ["parallel", "parallel"]}
+      ins(%onehot, %logp : tensor<4x1024xf32>, tensor<4x1024xf32>) outs(%ed : tensor<4x1024xf32>) {
+  ^bb0(%d: f32, %x: f32, %out: f32):
+    %p = math.exp %x : f32
+    %r = arith.subf %d, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1024xf32>
+  return %sum, %y : tensor<4x1xf32>, tensor<4x1024xf32>
+}
+func.func @large_inputs_kept(%a: tensor<4x1024xf32>, %a2: tensor<4x1024xf32>, %logp: tensor<4x1024xf32>) -> (tensor<4x1024xf32>, tensor<4x1024xf32>) {
+  %e = tensor.empty() : tensor<4x1024xf32>
+  %b = linalg.generic {indexing_maps = [#all, #all, #all], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %a2 : tensor<4x1024xf32>, tensor<4x1024xf32>) outs(%e : tensor<4x1024xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %r = arith.mulf %in, %in2 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1024xf32>
+  %e1 = tensor.empty() : tensor<4x1024xf32>
+  %y1 = linalg.generic {indexing_maps = [#all, #all, #all], iterator_types = ["parallel", "parallel"]}
+      ins(%b, %logp : tensor<4x1024xf32>, tensor<4x1024xf32>) outs(%e1 : tensor<4x1024xf32>) {
+  ^bb0(%d: f32, %x: f32, %out: f32):
+    %p = math.exp %x : f32
+    %r = arith.subf %d, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1024xf32>
+  %e2 = tensor.empty() : tensor<4x1024xf32>
+  %y2 = linalg.generic {indexing_maps = [#all, #all, #all], iterator_types = ["parallel", "parallel"]}
+      ins(%b, %logp : tensor<4x1024xf32>, tensor<4x1024xf32>) outs(%e2 : tensor<4x1024xf32>) {
+  ^bb0(%d: f32, %x: f32, %out: f32):
+    %p = math.exp %x : f32
+    %r = arith.addf %d, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1024xf32>
+  return %y1, %y2 : tensor<4x1024xf32>, tensor<4x1024xf32>
+}
+
+// -----
+
 #tied = affine_map<(d0, d1) -> (d0, d1)>
 
 // A tied weight's two gradients: the LM head's (a matmul) plus the

@@ -1,4 +1,9 @@
-// RUN: spmd-opt %s --split-input-file --spmd-schedule-for-memory | FileCheck %s
+// RUN: spmd-opt %s --split-input-file '--spmd-schedule-for-memory=min-bytes=1' | FileCheck %s
+// RUN: spmd-opt %s --split-input-file --spmd-schedule-for-memory | FileCheck %s --check-prefix=SMALL
+
+// By default a move must save 1 MiB: these small programs stay as they are.
+// SMALL-LABEL: func.func @head
+// SMALL: linalg.matmul ins(%arg0
 
 // The head's backward: dX (W's last use, 2 KiB) moves, with its init,
 // above dW (8 KiB), so the gathered W (8 KiB) is freed before dW exists.

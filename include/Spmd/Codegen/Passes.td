@@ -626,9 +626,16 @@ def SpmdScheduleForMemoryPass
     %dw = linalg.matmul ins(%dyT, %x : ...) outs(%z0 : ...) -> tensor<50257x768xf32>
     ```
 
-    An op moves at most 512 ops up (the pass stays linear in the program's
+    A move must save at least `min-bytes` (default 1 MiB): smaller ones
+    would only reorder ops that the GPU lowering joins into one kernel. An
+    op moves at most 512 ops up (the pass stays linear in the program's
     size). Tensors of dynamic shape count as no bytes.
   }];
+  let options = [
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
+           "Move an op only when it frees at least this many bytes more "
+           "than it produces">
+  ];
 }
 
 def SpmdRemoveOptimizationBarriersPass

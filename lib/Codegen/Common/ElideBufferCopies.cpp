@@ -15,6 +15,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::spmd {
 #define GEN_PASS_DEF_SPMDELIDEBUFFERCOPIESPASS
@@ -47,7 +48,8 @@ Operation *inBlock(Block *block, Operation *op) {
 /// Whether an op of `block` in [from, to) touches an element of `buffer`
 /// in [first, last], through `buffer` or any view of it.
 bool touchedBetween(Value buffer, std::pair<int64_t, int64_t> range,
-                    Operation *from, Operation *to) {
+                    Operation *from, Operation *to,
+                    Operation *ignore = nullptr) {
   SmallVector<Value> views = {buffer};
   Block *block = to->getBlock();
   while (!views.empty()) {
@@ -62,7 +64,8 @@ bool touchedBetween(Value buffer, std::pair<int64_t, int64_t> range,
       Operation *at = inBlock(block, user);
       if (!at)
         return true;
-      if (at->isBeforeInBlock(from) || at == to || to->isBeforeInBlock(at))
+      if (at == ignore || at->isBeforeInBlock(from) || at == to ||
+          to->isBeforeInBlock(at))
         continue;
       std::optional<std::pair<int64_t, int64_t>> touched =
           spmd::staticExtent(view);
@@ -79,6 +82,30 @@ bool touchedBetween(Value buffer, std::pair<int64_t, int64_t> range,
 bool takesAnyLayout(Operation *user) {
   return isa<linalg::LinalgOp, memref::LoadOp, memref::StoreOp, memref::CopyOp>(
       user);
+}
+
+/// An op that writes the same value to every element of `buffer` and reads
+/// nothing else but values defined before `before` (a pad's fill: a
+/// `linalg.map` or `linalg.fill` of a constant): it may run earlier.
+bool isEarlierFill(Operation *op, Value buffer, Operation *before) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || !isa<linalg::MapOp, linalg::FillOp>(op) ||
+      linalgOp.getNumDpsInits() != 1 ||
+      linalgOp.getDpsInitOperand(0)->get() != buffer ||
+      linalgOp.payloadUsesValueFromOperand(linalgOp.getDpsInitOperand(0)))
+    return false;
+  auto available = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return !def || (def->getBlock() == before->getBlock() &&
+                    def->isBeforeInBlock(before));
+  };
+  for (Value input : linalgOp.getDpsInputs())
+    if (!available(input) || isa<ShapedType>(input.getType()))
+      return false;
+  bool ok = true;
+  visitUsedValuesDefinedAbove(
+      op->getRegions(), [&](OpOperand *use) { ok &= available(use->get()); });
+  return ok;
 }
 
 /// Removes `copy` when its source is a reshape chain of a fresh buffer that
@@ -100,14 +127,17 @@ LogicalResult elide(memref::CopyOp copy) {
   if (!alloc || alloc->getBlock() != block)
     return failure();
 
-  // The target: a contiguous slice of a one-dimensional allocation.
+  // The target: a contiguous slice of an allocation (a bucket's piece, the
+  // rows a pad leaves of a padded buffer).
   auto slice = copy.getTarget().getDefiningOp<memref::SubViewOp>();
-  if (!slice || slice.getType().getRank() != 1)
+  if (!slice)
     return failure();
   memref::AllocOp bucket = staticAlloc(slice.getSource());
   std::optional<std::pair<int64_t, int64_t>> range = spmd::staticExtent(slice);
+  int64_t elements = alloc.getType().getNumElements();
   if (!bucket || bucket->getBlock() != block || bucket == alloc || !range ||
-      range->second - range->first + 1 != alloc.getType().getNumElements() ||
+      range->second - range->first + 1 != elements ||
+      slice.getType().getNumElements() != elements ||
       slice.getType().getElementType() != alloc.getType().getElementType())
     return failure();
 
@@ -136,29 +166,49 @@ LogicalResult elide(memref::CopyOp copy) {
            isa<linalg::MatmulOp, linalg::BatchMatmulOp>(use.getOwner()) &&
            gemm.isDpsInit(&use);
   });
-  if ((!gemmOutput && alloc.getType().getNumElements() != 1) || first == copy ||
-      touchedBetween(bucket, *range, first, copy.getOperation()))
+  if ((!gemmOutput && alloc.getType().getNumElements() != 1) || first == copy)
+    return failure();
+  // A fill of the whole target between (a pad's value, written before the
+  // copy) moves before the first use, with the target.
+  Operation *fill = nullptr;
+  for (Operation *user : bucket->getUsers())
+    if (user->getBlock() == block && first->isBeforeInBlock(user) &&
+        user->isBeforeInBlock(copy) &&
+        isEarlierFill(user, bucket.getResult(), first))
+      fill = user;
+  if (touchedBetween(bucket, *range, first, copy.getOperation(), fill))
     return failure();
 
   // The bucket (no operands: it may move) is made before the first use;
   // the slice, reshaped to the allocation's shape, replaces it.
   if (first->isBeforeInBlock(bucket))
     bucket->moveBefore(first);
+  if (fill)
+    fill->moveBefore(first);
   OpBuilder b(first);
   Location loc = alloc.getLoc();
   Value view =
       memref::SubViewOp::create(b, loc, bucket, slice.getMixedOffsets(),
                                 slice.getMixedSizes(), slice.getMixedStrides());
   MemRefType type = alloc.getType();
-  if (type.getRank() == 0) {
-    view = memref::CollapseShapeOp::create(b, loc, view,
-                                           ArrayRef<ReassociationIndices>{});
-  } else if (type.getRank() > 1) {
+  // Users take any layout: a slice of the allocation's shape replaces it
+  // as it is. Another (contiguous: its extent is its size) is flattened,
+  // then shaped as the allocation.
+  auto dims = [](int64_t rank) {
     ReassociationIndices all;
-    for (int64_t d = 0; d < type.getRank(); ++d)
+    for (int64_t d = 0; d < rank; ++d)
       all.push_back(d);
-    view = memref::ExpandShapeOp::create(b, loc, type.getShape(), view,
-                                         ArrayRef<ReassociationIndices>{all});
+    return SmallVector<ReassociationIndices>(rank ? 1 : 0, all);
+  };
+  if (cast<MemRefType>(view.getType()).getShape() != type.getShape()) {
+    int64_t rank = cast<MemRefType>(view.getType()).getRank();
+    if (rank != 1)
+      view = memref::CollapseShapeOp::create(b, loc, view, dims(rank));
+    if (type.getRank() == 0)
+      view = memref::CollapseShapeOp::create(b, loc, view, dims(0));
+    else if (type.getRank() > 1)
+      view = memref::ExpandShapeOp::create(b, loc, type.getShape(), view,
+                                           dims(type.getRank()));
   }
   copy->erase();
   for (Operation *op : chain)

@@ -13,6 +13,7 @@
 
 #include "Spmd/Codegen/MatmulAccumulation.h"
 #include "Spmd/Codegen/Passes.h"
+#include "Spmd/Codegen/TensorBuffers.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -80,6 +81,42 @@ bool isCheapElementwise(linalg::GenericOp generic) {
   });
 }
 
+/// An elementwise generic large to hold and cheap to recompute: its inputs
+/// are at most 1/32 of its result's bytes (a column of targets broadcast
+/// over the vocabulary) and its body is at most 16 arith, index and
+/// affine.apply ops (the
+/// loss's one-hot mask of the targets; the loss's gradient before the
+/// softmax's, once that mask is fused into it). Each reader computes its
+/// own, so a [tokens, vocabulary] tensor of it is never stored.
+bool isRecomputableBroadcast(linalg::GenericOp generic) {
+  if (!generic.hasPureTensorSemantics() || generic->getNumResults() != 1 ||
+      generic.getNumLoops() != generic.getNumParallelLoops() ||
+      !generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
+           .isPermutation() ||
+      generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)))
+    return false;
+  int64_t result = spmd::staticTensorBytes(generic->getResult(0).getType());
+  int64_t inputs = 0;
+  for (Value input : generic.getDpsInputs()) {
+    if (!isa<RankedTensorType>(input.getType())) {
+      inputs += 8;
+      continue;
+    }
+    int64_t bytes = spmd::staticTensorBytes(input.getType());
+    if (bytes == 0)
+      return false;
+    inputs += bytes;
+  }
+  Block *body = generic.getBody();
+  if (result == 0 || inputs * 32 > result ||
+      body->getOperations().size() > 17) // 16 ops and the yield
+    return false;
+  return llvm::all_of(body->without_terminator(), [](Operation &op) {
+    return isa<linalg::IndexOp, affine::AffineApplyOp>(op) ||
+           isa<arith::ArithDialect>(op.getDialect());
+  });
+}
+
 /// Fuse when the producer's value has no other user (nothing is computed
 /// twice) and the consumer reads it once per iteration of its own loops
 /// (a permutation: a broadcast operand would be recomputed for every
@@ -141,15 +178,24 @@ bool expandProducer(OpOperand *fused) {
 /// the value the loss reads twice (which targets are not ignore_index: the
 /// count of the mean, and the sum) is no loop nest, no GPU kernel and no
 /// buffer of its own. A producer with any other reader stays as it is.
-void cheapProducersPerUser(Operation *root) {
+bool cheapProducersPerUser(Operation *root) {
   SmallVector<linalg::GenericOp> producers;
   root->walk([&](linalg::GenericOp generic) {
-    if (!isCheapElementwise(generic) || generic->getResult(0).hasOneUse())
+    if (generic->getNumResults() != 1 || generic->getResult(0).hasOneUse())
+      return;
+    bool cheap = isCheapElementwise(generic);
+    // A recomputable broadcast only where each reader fuses it (reads it
+    // once per iteration, and has loop bounds without it: not a reduction
+    // it alone spans): a clone that stays would be one more tensor.
+    if (!cheap && !isRecomputableBroadcast(generic))
       return;
     bool everyUseFuses =
-        llvm::all_of(generic->getResult(0).getUses(), [](OpOperand &use) {
+        llvm::all_of(generic->getResult(0).getUses(), [&](OpOperand &use) {
           auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
-          return consumer && consumer.isDpsInput(&use);
+          return consumer && consumer.isDpsInput(&use) &&
+                 (cheap ||
+                  (consumer.getMatchingIndexingMap(&use).isPermutation() &&
+                   linalg::areElementwiseOpsFusable(&use)));
         });
     if (everyUseFuses)
       producers.push_back(generic);
@@ -176,6 +222,7 @@ void cheapProducersPerUser(Operation *root) {
       use->set(b.clone(*producer, mapping)->getResult(0));
     }
   }
+  return !producers.empty();
 }
 
 /// A fill that is the init of several ops (CSE merges the zero fills of
@@ -262,12 +309,19 @@ struct SpmdFuseElementwisePass
   void runOnOperation() override {
     fillPerUser(getOperation());
     accumulateIntoMatmuls(getOperation());
-    cheapProducersPerUser(getOperation());
-    RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(patterns, worthFusing);
-    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, expandProducer);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    // A producer fused into a recomputable broadcast can make it one (the
+    // loss's mask into its gradient): clone and fuse again, a few rounds.
+    bool cloned = cheapProducersPerUser(getOperation());
+    for (int round = 0; round < 4; ++round) {
+      RewritePatternSet patterns(&getContext());
+      linalg::populateElementwiseOpsFusionPatterns(patterns, worthFusing);
+      linalg::populateFoldReshapeOpsByExpansionPatterns(patterns,
+                                                        expandProducer);
+      if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+        return signalPassFailure();
+      if (!cloned || !(cloned = cheapProducersPerUser(getOperation())))
+        break;
+    }
   }
 };
 

@@ -12,12 +12,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Codegen/Passes.h"
+#include "Spmd/Codegen/TensorBuffers.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -30,49 +27,13 @@ namespace mlir::spmd {
 } // namespace mlir::spmd
 
 using namespace mlir;
+using spmd::isTensorView;
+using spmd::ownsBuffer;
 
 namespace {
 
 /// How far up one op may move (ops passed), to bound the pass's time.
 constexpr unsigned kMaxDistance = 512;
-
-/// Bytes of a statically shaped tensor, 0 otherwise.
-int64_t tensorBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape() ||
-      !tensor.getElementType().isIntOrFloat())
-    return 0;
-  return tensor.getNumElements() *
-         llvm::divideCeil(tensor.getElementTypeBitWidth(), 8);
-}
-
-/// A tensor op whose result shares its operand's buffer after
-/// bufferization.
-bool isView(Operation *op) {
-  return isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
-             tensor::ExpandShapeOp, tensor::CastOp>(op);
-}
-
-/// The value whose buffer `value` is a view of.
-Value rootOf(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (!isView(def))
-      break;
-    value = def->getOperand(0);
-  }
-  return value;
-}
-
-/// Whether `root` will be a buffer of the step's own that its last use
-/// frees: not an argument, a constant, an init placeholder or state.
-bool ownsBuffer(Value root) {
-  Operation *def = root.getDefiningOp();
-  if (!def || isa<tensor::EmptyOp, arith::ConstantOp>(def))
-    return false;
-  if (auto toTensor = dyn_cast<bufferization::ToTensorOp>(def))
-    return toTensor.getBuffer().getDefiningOp<memref::AllocOp>() != nullptr;
-  return true;
-}
 
 /// The operands `op` only reads: a destination-style op's inputs (its
 /// inits become its results' buffers), every operand of another op.
@@ -88,7 +49,10 @@ SmallVector<Value> readOnlyOperands(Operation *op) {
 
 class Scheduler {
 public:
-  explicit Scheduler(Block &block) : block(block) { renumber(); }
+  Scheduler(Block &block, int64_t minBytes)
+      : block(block), minBytes(std::max<int64_t>(1, minBytes)) {
+    renumber();
+  }
 
   void run() {
     for (Operation *op : llvm::to_vector(llvm::make_pointer_range(block)))
@@ -109,7 +73,7 @@ private:
         Operation *at = inBlock(user);
         if (!at)
           continue;
-        if (isView(at) && at == user)
+        if (isTensorView(at) && at == user)
           llvm::append_range(work, at->getResults());
         else
           users.push_back(at);
@@ -136,11 +100,14 @@ private:
   }
 
   Block &block;
+  /// What a move must save at least (small moves would only reorder the
+  /// ops that the GPU lowering joins into one kernel).
+  int64_t minBytes;
   DenseMap<Operation *, double> position;
 };
 
 void Scheduler::hoist(Operation *op) {
-  if (op->getNumResults() == 0 || op->getNumRegions() > 1 || isView(op) ||
+  if (op->getNumResults() == 0 || op->getNumRegions() > 1 || isTensorView(op) ||
       !isMemoryEffectFree(op) || op->hasTrait<OpTrait::IsTerminator>())
     return;
   // What its move may free early: roots of its operands it uses last, each
@@ -149,8 +116,8 @@ void Scheduler::hoist(Operation *op) {
   DenseMap<Value, int64_t> freedBy;
   int64_t freed = 0;
   for (Value operand : readOnlyOperands(op)) {
-    Value root = rootOf(operand);
-    int64_t bytes = tensorBytes(root.getType());
+    Value root = spmd::viewedTensor(operand);
+    int64_t bytes = spmd::staticTensorBytes(root.getType());
     if (freedBy.contains(root) || bytes == 0 || !ownsBuffer(root))
       continue;
     SmallVector<Operation *> users = usersOf(root);
@@ -167,8 +134,8 @@ void Scheduler::hoist(Operation *op) {
   }
   int64_t produced = 0;
   for (Value result : op->getResults())
-    produced += tensorBytes(result.getType());
-  if (freed <= produced)
+    produced += spmd::staticTensorBytes(result.getType());
+  if (freed - produced < minBytes)
     return;
   // The op and the ops only it (transitively) uses: its init tensors.
   llvm::SetVector<Operation *> group;
@@ -208,7 +175,7 @@ void Scheduler::hoist(Operation *op) {
     if (auto it = rootsUsedBy.find(prev); it != rootsUsedBy.end()) {
       for (Value root : it->second)
         freed -= std::exchange(freedBy[root], 0);
-      if (freed <= produced)
+      if (freed - produced < minBytes)
         break;
     }
     first = prev;
@@ -234,9 +201,10 @@ void Scheduler::hoist(Operation *op) {
 
 struct SpmdScheduleForMemoryPass
     : spmd::impl::SpmdScheduleForMemoryPassBase<SpmdScheduleForMemoryPass> {
+  using Base::Base;
   void runOnOperation() override {
     for (Block &block : getOperation().getBody())
-      Scheduler(block).run();
+      Scheduler(block, minBytes).run();
   }
 };
 

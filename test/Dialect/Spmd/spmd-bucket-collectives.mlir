@@ -2,6 +2,7 @@
 // RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives{bucket-bytes=136 first-bucket-bytes=136}))' -split-input-file | FileCheck %s --check-prefix=SMALL
 // RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives{bucket-bytes=0}))' -split-input-file | FileCheck %s --check-prefix=OFF
 // RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives{bucket-bytes=1024 first-bucket-bytes=64}))' -split-input-file | FileCheck %s --check-prefix=FIRST
+// RUN: spmd-opt %s --pass-pipeline='builtin.module(func.func(spmd-bucket-collectives{bucket-bytes=100 first-bucket-bytes=100}))' -split-input-file | FileCheck %s --check-prefix=LONE
 
 // Three f32 gradients (8x4, 4, a scalar) in one bucket of 37 elements,
 // started where the last one was, waited for where the first wait was; the
@@ -137,4 +138,26 @@ func.func @fsdp(%g1: tensor<8x4xf32>, %g2: tensor<6xf32>, %p1: tensor<4x4xf32>, 
   %w4 = spmd.wait %a1 : !spmd.future<tensor<8x4xf32>>
   %w5 = spmd.wait %a2 : !spmd.future<tensor<6xf32>>
   return %w1, %w2, %w4, %w5, %w3 : tensor<4x4xf32>, tensor<3xf32>, tensor<8x4xf32>, tensor<6xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// A reduce_scatter or all_gather of the budget or more runs alone (in a
+// bucket's [n, m] stripes it would be copied whole on the way in or out);
+// the smaller ones around it still share one. All-reduces (flat buckets,
+// gradients computed in their slots) keep DDP's rule (@fsdp, SMALL).
+// LONE-LABEL: func.func @large_alone
+// LONE: spmd.reduce_scatter %arg0 on @dp axes = [0] sum scatter_dim = 0 : tensor<8x4xf32> -> !spmd.future<tensor<4x4xf32>>
+// LONE: spmd.reduce_scatter %{{.*}} on @dp axes = [0] sum scatter_dim = 0 : tensor<2x6xf32> -> !spmd.future<tensor<1x6xf32>>
+// LONE-NOT: spmd.reduce_scatter
+spmd.mesh @dp(shape = 2)
+func.func @large_alone(%g1: tensor<8x4xf32>, %g2: tensor<6xf32>, %g3: tensor<6xf32>)
+    -> (tensor<4x4xf32>, tensor<3xf32>, tensor<3xf32>) {
+  %r2 = spmd.reduce_scatter %g2 on @dp axes = [0] sum scatter_dim = 0 : tensor<6xf32> -> !spmd.future<tensor<3xf32>>
+  %r1 = spmd.reduce_scatter %g1 on @dp axes = [0] sum scatter_dim = 0 : tensor<8x4xf32> -> !spmd.future<tensor<4x4xf32>>
+  %r3 = spmd.reduce_scatter %g3 on @dp axes = [0] sum scatter_dim = 0 : tensor<6xf32> -> !spmd.future<tensor<3xf32>>
+  %w1 = spmd.wait %r1 : !spmd.future<tensor<4x4xf32>>
+  %w2 = spmd.wait %r2 : !spmd.future<tensor<3xf32>>
+  %w3 = spmd.wait %r3 : !spmd.future<tensor<3xf32>>
+  return %w1, %w2, %w3 : tensor<4x4xf32>, tensor<3xf32>, tensor<3xf32>
 }

@@ -282,6 +282,14 @@ struct SpmdBucketCollectivesPass
       });
       if (!bucket.members.empty() && !waitsAfter)
         close(bucket);
+      // A reduce_scatter or all_gather of the full budget or more runs
+      // alone: its [n, m] stripes in a bucket are no contiguous run of it,
+      // so bucketing it costs a copy of its whole size on each side (a
+      // gradient cannot be computed into its slot, a gathered parameter is
+      // cut back out), for a call it saves.
+      // The open bucket stays open for the smaller ones after it.
+      if (!isa<AllReduceOp>(start) && member->bytes >= int64_t(bucketBytes))
+        continue;
       // As DDP's buckets: a member joins, and the bucket closes once it
       // holds the budget or more (so a bucket can pass its budget by its
       // last member; with budgets below the gradients' sizes, DDP's call
