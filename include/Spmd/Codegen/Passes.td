@@ -230,15 +230,19 @@ def SpmdElideBufferCopiesPass
     `spmd-lower-to-nvvm`): a `memref.copy` whose source is a fresh static
     buffer (or a reshape of one) that a GEMM (`linalg.matmul`,
     `linalg.batch_matmul`) computes, or of one element (the loss), and whose
-    target is a contiguous static slice of another fresh one-dimensional
-    buffer (a weight gradient copied into its collective's bucket) is
+    target is a contiguous static slice of another fresh buffer (a weight
+    gradient copied into its collective's bucket; the leading rows of a
+    padded gradient, a slice of any rank whose extent is its size) is
     removed, and the ops that computed the source compute into the slice,
     reshaped to the source's shape (a GEMM then writes it through its
     leading dimension). It applies only when every use of the source comes
     before the copy and reads or writes by element (linalg ops, loads,
     stores, copies) and nothing touches the slice's elements from the
     source's first use to the copy; the target buffer moves up to the first
-    use when it came later. The same values are computed in the same
+    use when it came later, and with it a fill of the whole target between
+    them (a `tensor.pad`'s value, a `linalg.fill` or `linalg.map` of values
+    defined before the first use: the pad's rows keep it, the others are
+    written after it). The same values are computed in the same
     order: only where they are stored changes. Other copies are left as
     they are: a loop nest's output of several elements (a bias's gradient)
     keeps its copy, which on the GPU is what gathers those small reductions
@@ -396,6 +400,16 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     A generator read by several ops (the position iota gathered in the
     forward and compared with itself through two reshapes for the position
     embedding's gradient) is likewise cloned for each reader.
+
+    So is a recomputable broadcast: a parallel `linalg.generic` whose
+    inputs total at most 1/32 of its result's bytes and whose body is at
+    most 16 `arith`, `linalg.index` and `affine.apply` ops (cross-entropy's
+    one-hot mask of the targets over the vocabulary), when each reader reads
+    it once per iteration and can fuse it (a reduction that it alone would
+    give its loop bounds cannot: it then stays stored). Cloning and fusion
+    repeat a few rounds, since a fused producer can make its reader one (the
+    loss's gradient before the softmax's, once the mask is in it): no
+    [tokens, vocabulary] mask or gradient is stored.
 
     An add of a `linalg.matmul`'s product (of a zero-filled output, read
     nowhere else) to another tensor read nowhere else (a tied weight's two

@@ -295,8 +295,12 @@ def SpmdBucketCollectivesPass
     bucketed the same way, each member laid out `[ranks, elements]` (a
     rank's chunk is one contiguous run) and the members concatenated along
     the elements, so one collective on dimension 0 moves every member's
-    chunk to its rank; on other dimensions they are left alone.
-    `bucket-bytes=0` turns it off.
+    chunk to its rank; on other dimensions they are left alone. One of
+    `bucket-bytes` or more runs alone (its stripes in a bucket are no
+    contiguous run of it, so a bucket would copy it whole on the way in or
+    out: a gradient could not be computed into its slot, a gathered
+    parameter would be cut back out), and the open bucket stays open for
+    the smaller ones after it. `bucket-bytes=0` turns it off.
     ```mlir
     %f1 = spmd.all_reduce %g1 on @dp axes = [0] sum : tensor<8x4xf32> -> !spmd.future<tensor<8x4xf32>>
     %f2 = spmd.all_reduce %g2 on @dp axes = [0] sum : tensor<4xf32> -> !spmd.future<tensor<4xf32>>
