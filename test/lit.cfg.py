@@ -70,7 +70,10 @@ config.substitutions.append(
 config.substitutions.append(("%spmd_python", config.python_executable))
 
 # MPI: everything runs as root here and CI has 2 cores, so OpenMPI needs
-# both permissions; a job that hangs is killed rather than stalling CI.
+# both permissions; a job that hangs is killed rather than stalling CI
+# (after 240 s: a job of several cold compiles, each a full trace and
+# lowering since the program cache is keyed by spmd-opt's build, took
+# over 120 s on a loaded 2-core machine).
 mpirun = shutil.which("mpirun")
 if mpirun:
     config.available_features.add("mpi")
@@ -78,7 +81,7 @@ if mpirun:
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
     config.substitutions.append(
-        ("%mpirun", "timeout 120 " + mpirun + " --oversubscribe --bind-to none -np"))
+        ("%mpirun", "timeout 240 " + mpirun + " --oversubscribe --bind-to none -np"))
 # The Gloo backend (libgloo-dev): `%gloo DIR` runs a command on Gloo with the
 # file store DIR (mpirun only launches), `%torchrun N` launches N ranks as
 # PyTorch users do.

@@ -11,6 +11,9 @@
 // Element sizes from the data layout: 100 indices are 800 bytes (832 with
 // the 64-byte rounding), not a crash.
 // CHECK-DAG: llvm.mlir.global external constant @__spmd_memory_plan_indices(dense<[832, 832, 0, 0]> : tensor<4xi64>)
+// A dynamic size at its bound: min(max(n - r * 8, 0), 8) rows of 16 f32
+// are at most 512 bytes; one without a bound is not counted.
+// CHECK-DAG: llvm.mlir.global external constant @__spmd_memory_plan_chunk(dense<[512, 512, 0, 0]> : tensor<4xi64>)
 // A function without buffers has an all-zero plan; private ones none.
 // CHECK-DAG: llvm.mlir.global external constant @__spmd_memory_plan_empty(dense<0> : tensor<4xi64>)
 // CHECK-NOT: __spmd_memory_plan_helper
@@ -58,6 +61,20 @@ func.func @step(%x: memref<64xf32>) {
 func.func @indices() {
   %a = memref.alloc() : memref<100xindex>
   memref.dealloc %a : memref<100xindex>
+  return
+}
+
+func.func @chunk(%r: index, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %start = arith.muli %r, %c8 : index
+  %left = arith.subi %n, %start : index
+  %pos = arith.maxsi %left, %c0 : index
+  %rows = arith.minsi %pos, %c8 : index
+  %a = memref.alloc(%rows) : memref<?x16xf32>
+  memref.dealloc %a : memref<?x16xf32>
+  %b = memref.alloc(%n) : memref<?x16xf32>
+  memref.dealloc %b : memref<?x16xf32>
   return
 }
 

@@ -111,3 +111,44 @@ func.func @two_states(%grad: tensor<4xf32>) {
   memref.copy %buf, %gb : memref<4xf32> to memref<4xf32>
   return
 }
+
+// -----
+
+// fully_shard's uneven chunk: this rank's rows (a dynamic count) padded
+// with zero rows to the storage's chunk size before the store. The update
+// writes the global's leading rows, the padding rows are filled there,
+// and neither the padded copy nor the copy into the global remains.
+// CHECK-LABEL: func.func @padded_chunk
+// CHECK: tensor.empty
+// CHECK: %[[G:.*]] = memref.get_global @chunk_p
+// CHECK: %[[T:.*]] = bufferization.to_tensor %[[G]] restrict writable
+// CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[T]][0, 0] [%arg1, 4] [1, 1]
+// CHECK: %[[NEW:.*]] = linalg.generic {{.*}} outs(%[[ROWS]] : tensor<?x4xf32>)
+// CHECK: %[[W:.*]] = tensor.insert_slice %[[NEW]] into %[[T]][0, 0] [%arg1, 4] [1, 1]
+// CHECK: %[[TAIL:.*]] = tensor.extract_slice %[[W]][%arg1, 0] [%arg2, 4] [1, 1]
+// CHECK: %[[F:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[TAIL]] : tensor<?x4xf32>)
+// CHECK: tensor.insert_slice %[[F]] into %[[W]][%arg1, 0] [%arg2, 4] [1, 1]
+// CHECK-NOT: tensor.pad
+// CHECK-NOT: memref.copy
+memref.global "public" @chunk_p : memref<3x4xf32> = dense<0.0>
+func.func @padded_chunk(%grad: tensor<?x4xf32>, %n: index, %high: index) {
+  %zero = arith.constant 0.0 : f32
+  %g0 = memref.get_global @chunk_p : memref<3x4xf32>
+  %p = bufferization.to_tensor %g0 restrict : memref<3x4xf32> to tensor<3x4xf32>
+  %rows = tensor.extract_slice %p[0, 0] [%n, 4] [1, 1] : tensor<3x4xf32> to tensor<?x4xf32>
+  %e = tensor.empty(%n) : tensor<?x4xf32>
+  %new = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%rows, %grad : tensor<?x4xf32>, tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4xf32>
+  %padded = tensor.pad %new low[0, 0] high[%high, 0] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<?x4xf32> to tensor<3x4xf32>
+  %g1 = memref.get_global @chunk_p : memref<3x4xf32>
+  %b = bufferization.to_buffer %padded read_only : tensor<3x4xf32> to memref<3x4xf32>
+  memref.copy %b, %g1 : memref<3x4xf32> to memref<3x4xf32>
+  return
+}

@@ -197,8 +197,11 @@ def SpmdPlanMemoryPass : Pass<"spmd-plan-memory", "::mlir::ModuleOp"> {
     loads a step (`spmd.memory_stats()`'s `planned_*` entries,
     `SPMD_MEMORY_LIMIT`).
 
-    Not counted: buffers of dynamic shape (none in programs the bridge
-    traces), memory the runtime or BLAS allocate on their own.
+    A dynamic size counts at its constant upper bound (a constant, or a
+    min with one through casts and maxes: fully_shard's uneven chunk,
+    `minsi(maxsi(n - r * part, 0), part)`). Not counted: a dynamic size
+    without such a bound, memory the runtime or BLAS allocate on their
+    own.
 
     With `report-peak=N` (`spmd-lower-to-cpu{report-memory-peak=N}`), each
     function also gets a remark naming the N largest buffers live at its
@@ -579,6 +582,14 @@ def SpmdUpdateStateInPlacePass : Pass<"spmd-update-state-in-place"> {
     writes), the generic's `outs` becomes the global
     (`bufferization.to_tensor %global restrict writable`) and the copy is
     erased: the update is computed in place.
+
+    A value padded with trailing rows before the store (`tensor.pad` of a
+    constant, high on dimension 0 only: fully_shard's uneven chunk, this
+    rank's rows then zero rows up to the storage's chunk size) is computed
+    into the global's leading rows (an `extract_slice` of it as the
+    generic's `outs`) and the padding rows are filled there: GPT-2 124M's
+    `wte` chunk, its two moments and the parameter, were three 80 MiB
+    temporaries per step.
 
     Left as a copy: a state stored more than once in a function, a value
     not produced by such a generic (a matmul, a collective's result, a

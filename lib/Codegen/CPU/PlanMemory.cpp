@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 
 #include "llvm/Support/Format.h"
@@ -39,16 +40,59 @@ struct PlanMemory : mlir::spmd::impl::SpmdPlanMemoryPassBase<PlanMemory> {
 /// What a transient buffer is for.
 enum Category { Activations = 0, Gradients = 1, Communication = 2 };
 
+/// A constant upper bound of the index `size`: a constant, or a min with
+/// one (fully_shard's uneven chunk: `minsi(maxsi(n - r * part, 0), part)`),
+/// through casts and maxes of bounded values.
+std::optional<int64_t> upperBound(Value size, unsigned depth = 0) {
+  if (depth > 8)
+    return std::nullopt;
+  if (std::optional<int64_t> c = getConstantIntValue(size))
+    return c;
+  Operation *def = size.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(def))
+    return upperBound(def->getOperand(0), depth + 1);
+  auto both = [&]() -> std::pair<std::optional<int64_t>,
+                                 std::optional<int64_t>> {
+    return {upperBound(def->getOperand(0), depth + 1),
+            upperBound(def->getOperand(1), depth + 1)};
+  };
+  if (isa<arith::MinSIOp, arith::MinUIOp>(def)) {
+    auto [a, b] = both();
+    if (a && b)
+      return std::min(*a, *b);
+    return a ? a : b;
+  }
+  if (isa<arith::MaxSIOp, arith::MaxUIOp>(def)) {
+    auto [a, b] = both();
+    if (a && b)
+      return std::max(*a, *b);
+  }
+  return std::nullopt;
+}
+
 /// The bytes the runtime's allocator hands out for `alloc` (its block
-/// size: HostBlockSize.h); 0 for a dynamic shape, which the plan cannot
-/// size. Element sizes come from the data layout (an `index` is 64 bits on
-/// the CPU path).
+/// size: HostBlockSize.h): a dynamic size at its constant upper bound
+/// (`upperBound`), 0 where it has none. Element sizes come from the data
+/// layout (an `index` is 64 bits on the CPU path).
 int64_t allocatedBytes(memref::AllocOp alloc, const DataLayout &layout) {
   MemRefType type = alloc.getType();
-  if (!type.hasStaticShape())
-    return 0;
+  int64_t elements = 1;
+  unsigned dynamic = 0;
+  for (int64_t dim : type.getShape()) {
+    if (!ShapedType::isDynamic(dim)) {
+      elements *= dim;
+      continue;
+    }
+    std::optional<int64_t> bound =
+        upperBound(alloc.getDynamicSizes()[dynamic++]);
+    if (!bound || *bound < 0)
+      return 0;
+    elements *= *bound;
+  }
   int64_t bytes =
-      type.getNumElements() *
+      elements *
       static_cast<int64_t>(
           layout.getTypeSize(type.getElementType()).getFixedValue());
   return static_cast<int64_t>(::spmd::runtime::hostBlockBytes(

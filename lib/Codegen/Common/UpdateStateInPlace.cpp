@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 namespace mlir::spmd {
 #define GEN_PASS_DEF_SPMDUPDATESTATEINPLACEPASS
@@ -102,10 +103,32 @@ bool oldValueDeadAt(linalg::GenericOp writer, StringRef symbol,
   return ok;
 }
 
+/// A stored value padded at the end of dimension 0 only, with a constant
+/// (fully_shard's uneven chunk: this rank's rows, then zero rows up to the
+/// storage's chunk size): the pad, or null.
+tensor::PadOp trailingRowPad(Value value) {
+  auto pad = value.getDefiningOp<tensor::PadOp>();
+  if (!pad || !pad.getConstantPaddingValue() ||
+      pad.getSourceType().getRank() == 0)
+    return {};
+  for (OpFoldResult low : pad.getMixedLowPad())
+    if (!isConstantIntValue(low, 0))
+      return {};
+  for (OpFoldResult high : llvm::drop_begin(pad.getMixedHighPad()))
+    if (!isConstantIntValue(high, 0))
+      return {};
+  return pad;
+}
+
 /// Makes `store`'s generic write the global; false when it is not safe.
+/// A value padded with trailing rows (`trailingRowPad`) is computed into
+/// the global's leading rows, and the padding rows are filled there.
 bool updateInPlace(Store store, int storesOfSymbol,
                    ArrayRef<memref::GetGlobalOp> globalsOfSymbol) {
-  auto result = dyn_cast<OpResult>(store.value);
+  tensor::PadOp pad = trailingRowPad(store.value);
+  if (pad && !pad->hasOneUse())
+    return false;
+  auto result = dyn_cast<OpResult>(pad ? pad.getSource() : store.value);
   auto generic =
       result ? dyn_cast<linalg::GenericOp>(result.getOwner()) : nullptr;
   if (!generic || storesOfSymbol != 1 || !generic.hasPureTensorSemantics() ||
@@ -118,8 +141,9 @@ bool updateInPlace(Store store, int storesOfSymbol,
   auto globalType = dyn_cast<MemRefType>(store.copy.getTarget().getType());
   // The whole value, in the global's order; the old value of `outs` is
   // never read (it will be the global).
+  auto paddedType = cast<RankedTensorType>(store.value.getType());
   if (!type || !globalType || !globalType.getLayout().isIdentity() ||
-      type.getShape() != globalType.getShape() ||
+      paddedType.getShape() != globalType.getShape() ||
       type.getElementType() != globalType.getElementType() ||
       !generic.getMatchingIndexingMap(init).isIdentity() ||
       generic.payloadUsesValueFromOperand(init) ||
@@ -129,14 +153,43 @@ bool updateInPlace(Store store, int storesOfSymbol,
   Location loc = store.copy.getLoc();
   Value global = memref::GetGlobalOp::create(b, loc, globalType, store.symbol);
   Value target = bufferization::ToTensorOp::create(
-      b, loc, type, global, /*restrict=*/true, /*writable=*/true);
-  init->set(target);
+      b, loc, paddedType, global, /*restrict=*/true, /*writable=*/true);
+  if (!pad) {
+    init->set(target);
+  } else {
+    // The leading rows (the init's sizes), written by the generic, then
+    // the padding rows filled, all in the global's buffer.
+    auto empty = init->get().getDefiningOp<tensor::EmptyOp>();
+    SmallVector<OpFoldResult> sizes =
+        empty ? empty.getMixedSizes()
+              : tensor::getMixedSizes(b, loc, init->get());
+    SmallVector<OpFoldResult> zeros(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> ones(type.getRank(), b.getIndexAttr(1));
+    Value rows = tensor::ExtractSliceOp::create(b, loc, type, target, zeros,
+                                                sizes, ones);
+    init->set(rows);
+    b.setInsertionPoint(pad);
+    Value written = tensor::InsertSliceOp::create(b, loc, result, target, zeros,
+                                                  sizes, ones);
+    SmallVector<OpFoldResult> tailOffsets = zeros, tailSizes = sizes;
+    tailOffsets[0] = sizes[0];
+    tailSizes[0] = pad.getMixedHighPad()[0];
+    Value tail = tensor::ExtractSliceOp::create(b, loc, written, tailOffsets,
+                                                tailSizes, ones);
+    Value filled =
+        linalg::FillOp::create(b, loc, pad.getConstantPaddingValue(), tail)
+            .getResult(0);
+    tensor::InsertSliceOp::create(b, loc, filled, written, tailOffsets,
+                                  tailSizes, ones);
+  }
   auto toBuffer =
       store.copy.getSource().getDefiningOp<bufferization::ToBufferOp>();
   Operation *oldGlobal = store.copy.getTarget().getDefiningOp();
   store.copy->erase();
   if (toBuffer->use_empty())
     toBuffer->erase();
+  if (pad && pad->use_empty())
+    pad->erase();
   if (oldGlobal->use_empty())
     oldGlobal->erase();
   return true;
