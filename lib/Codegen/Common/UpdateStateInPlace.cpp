@@ -114,7 +114,8 @@ tensor::PadOp trailingRowPad(Value value) {
   for (OpFoldResult low : pad.getMixedLowPad())
     if (!isConstantIntValue(low, 0))
       return {};
-  for (OpFoldResult high : llvm::drop_begin(pad.getMixedHighPad()))
+  SmallVector<OpFoldResult> highs = pad.getMixedHighPad();
+  for (OpFoldResult high : llvm::drop_begin(highs))
     if (!isConstantIntValue(high, 0))
       return {};
   return pad;
