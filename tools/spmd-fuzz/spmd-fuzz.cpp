@@ -94,10 +94,11 @@ bool hasReduceWithoutOperands(llvm::StringRef text) {
 /// Whether `text` has the shape of an input that crashes upstream MLIR 22
 /// itself (mlir-opt too), not spmd:
 ///  - a dense array of `index` elements (`array<index: ...>`);
-///  - a malformed list after `dimensions =` / `permutation =`: the custom
-///    parsers of linalg.reduce, linalg.transpose and linalg.broadcast use
-///    the attribute even when parsing it failed (`[0`, `[0,]`, `[a]`, an
-///    integer that does not fit in 64 bits);
+///  - a malformed list after `dimensions =` / `permutation =`, or the key
+///    without its `=`: the custom parsers of linalg.reduce,
+///    linalg.transpose and linalg.broadcast use the attribute even when
+///    parsing it failed (`[0`, `[0,]`, `[a]`, an integer that does not fit
+///    in 64 bits, `permutation` then a NUL);
 ///  - a linalg op's custom form with `<X>` after its name where X is not a
 ///    dictionary (`linalg.matmul <f32>`): the structured ops' common parser
 ///    takes X as the properties dictionary without checking (a wild
@@ -128,7 +129,8 @@ bool isKnownUpstreamCrash(llvm::StringRef text) {
          at = text.find(key, at + 1)) {
       llvm::StringRef rest =
           text.substr(at + key.size()).ltrim(kMlirWhitespace);
-      if (rest.consume_front("=") && !isWellFormedList(rest))
+      // Without its `=` too (another token, a NUL the lexer stops at).
+      if (!rest.consume_front("=") || !isWellFormedList(rest))
         return true;
     }
   }
