@@ -1,9 +1,10 @@
 //===- TensorBuffers.h - which tensors will own a buffer -------*- C++ -*-===//
 //
 // What the passes that lower the step's memory on tensors share
-// (spmd-schedule-for-memory, spmd-fuse-elementwise): which tensor ops will be views of their operand's buffer, the
-// tensor a view's buffer belongs to, and whether that buffer is one the
-// step allocates itself (so its last use frees it).
+// (spmd-schedule-for-memory, spmd-fuse-elementwise): which tensor ops will be
+// views of their operand's buffer, the tensor a view's buffer belongs to, and
+// whether that buffer is one the step allocates itself (so its last use frees
+// it).
 //
 //===----------------------------------------------------------------------===//
 

@@ -53,8 +53,8 @@ std::optional<int64_t> upperBound(Value size, unsigned depth = 0) {
     return std::nullopt;
   if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(def))
     return upperBound(def->getOperand(0), depth + 1);
-  auto both = [&]() -> std::pair<std::optional<int64_t>,
-                                 std::optional<int64_t>> {
+  auto both =
+      [&]() -> std::pair<std::optional<int64_t>, std::optional<int64_t>> {
     return {upperBound(def->getOperand(0), depth + 1),
             upperBound(def->getOperand(1), depth + 1)};
   };
@@ -92,9 +92,8 @@ int64_t allocatedBytes(memref::AllocOp alloc, const DataLayout &layout) {
     elements *= *bound;
   }
   int64_t bytes =
-      elements *
-      static_cast<int64_t>(
-          layout.getTypeSize(type.getElementType()).getFixedValue());
+      elements * static_cast<int64_t>(
+                     layout.getTypeSize(type.getElementType()).getFixedValue());
   return static_cast<int64_t>(::spmd::runtime::hostBlockBytes(
       static_cast<uint64_t>(bytes), alloc.getAlignment().value_or(64)));
 }
