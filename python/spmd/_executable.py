@@ -138,6 +138,11 @@ class Executable:
             for n in self.traced.param_names:
                 self._copy_in(n, params[n].data, agree)
                 params[n].data = self.views[n]
+            if agree:
+                # The parameters the model was built with are free now:
+                # handed back before the optimizer state is first touched,
+                # so a rank never holds both (GPT-2 large: 2.9 GiB).
+                _memory.release_freed_host_memory()
             for n in self.traced.buffer_names:
                 self._copy_in(n, buffers[n], agree)
                 _set_buffer(model, n, self.views[n])

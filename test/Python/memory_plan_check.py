@@ -12,6 +12,18 @@ replicate and fully_shard.
                                  10% of the measured one
     memory_plan_check.py limit   SPMD_MEMORY_LIMIT below the plan: the first
                                  call is refused on every rank, nothing runs
+    memory_plan_check.py first-call
+                                 the resident memory the first call adds (the
+                                 process's high-water mark, not the
+                                 program's allocator) against the model's
+                                 parameter bytes P, replicated with AdamW:
+                                 the trace holds no copy of the parameters
+                                 and the ones the model was built with are
+                                 handed back before the optimizer state is
+                                 first touched: the state (3P) plus the
+                                 gradients (P) less the parameters handed
+                                 back (P) is 3P; a copy held anywhere makes
+                                 it 4P or more
 """
 
 import sys
@@ -95,8 +107,43 @@ def limit():
     print(f"rank {spmd.rank()}: ran: WRONG", flush=True)
 
 
+def _status_mib(key):
+    with open("/proc/self/status") as f:
+        return int(f.read().split(key + ":")[1].split()[0]) / 1024
+
+
+def first_call():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4096, 8192, bias=False))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    p_mib = sum(p.numel() * 4 for p in model.parameters()) / 2**20
+
+    def step(model, opt, x):
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = spmd.compile()(step)
+    x = torch.randn(4, 4096)
+    before = _status_mib("VmRSS")
+    # The high-water mark from here (Linux: "5" resets VmHWM to VmRSS).
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    compiled(model, opt, x)
+    grown = _status_mib("VmHWM") - before
+    ok = grown <= 3.5 * p_mib
+    if spmd.rank() == 0:
+        print(f"first call: resident memory grew {grown / p_mib:.1f} x the "
+              f"parameters ({p_mib:.0f} MiB): "
+              + ("OK" if ok else "WRONG (over 3.5x)"), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "stats":
         stats(sys.argv[2])
+    elif sys.argv[1] == "first-call":
+        first_call()
     else:
         limit()
