@@ -349,7 +349,8 @@ class CompiledStep:
         dp = self.data_parallel
         return _toolchain.pipeline(
             self.passes, bucket_bytes=_bucket_bytes(dp),
-            regather=dp.fully_shard and dp.reshard_after_forward)
+            regather=dp.fully_shard and dp.reshard_after_forward,
+            cpu=_runtime.target() == "cpu")
 
     def _signature(self, leaves):
         key = []
