@@ -63,24 +63,19 @@ def _cmake_cache(build: Path, key: str) -> str:
 
 
 def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024,
-             regather: bool = False, cpu: bool = True) -> str:
+             regather: bool = False) -> str:
     """The pass pipeline from the wrapped global program to the local one:
     inline the traced callee, the user's `passes`, distribute, overlap,
     bucket the collectives (`bucket_bytes` 0: none), at most two gradient
     reductions in flight. `regather` (fully_shard
     with reshard_after_forward): parameters gathered again for their
-    backward uses, one parameter gather prefetched at a time. `cpu`: an
-    embedding's gradient all-gathers its token rows instead of being
-    all-reduced (the CPU lowering scatters them; a GPU would run the
-    one-hot GEMM over every rank's tokens)."""
+    backward uses, one parameter gather prefetched at a time."""
     text = "builtin.module(inline, symbol-dce"
     if passes:
         text += ", " + passes
     local = ("spmd-regather-parameters, "
              "spmd-overlap-collectives{prefetch-parameters=1}" if regather
              else "spmd-overlap-collectives")
-    if cpu:
-        local = "spmd-gather-embedding-gradients, " + local
     if bucket_bytes > 0:
         first = min(bucket_bytes, 1024 * 1024)
         local += (f", spmd-bucket-collectives{{bucket-bytes={bucket_bytes} "

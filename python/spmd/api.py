@@ -349,8 +349,7 @@ class CompiledStep:
         dp = self.data_parallel
         return _toolchain.pipeline(
             self.passes, bucket_bytes=_bucket_bytes(dp),
-            regather=dp.fully_shard and dp.reshard_after_forward,
-            cpu=_runtime.target() == "cpu")
+            regather=dp.fully_shard and dp.reshard_after_forward)
 
     def _signature(self, leaves):
         key = []

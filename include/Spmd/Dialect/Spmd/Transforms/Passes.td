@@ -234,54 +234,6 @@ def SpmdRegatherParametersPass
   ];
 }
 
-def SpmdGatherEmbeddingGradientsPass
-    : Pass<"spmd-gather-embedding-gradients", "::mlir::func::FuncOp"> {
-  let summary = "All-gathers an embedding's token rows instead of all-reducing "
-                "its gradient";
-  let description = [{
-    On a local program (after `spmd-distribute`, before
-    `spmd-overlap-collectives`), for the CPU lowering. An embedding's
-    gradient is traced as a matmul of a one-hot of the token ids
-    (transposed: [rows, tokens]) with the gradient's token rows
-    ([tokens, dim]); data-parallel, each rank holds its own tokens and the
-    result is all-reduced. Here a synchronous sum `spmd.all_reduce` of such a
-    matmul, or of an elementwise sum of one and another gradient (a head
-    tied to the embedding), instead all-gathers the token ids (each operand
-    of the one-hot read along its token loop) and the rows over the same
-    axes and computes the matmul over every rank's tokens; the other term is
-    all-reduced alone, so `spmd-overlap-collectives` starts it as soon as it
-    exists, and the two are added after. The same sum of the same products,
-    in another order (float rounding only). The CPU lowering computes the
-    one-hot matmul as a scatter of rows (`spmd-scatter-one-hot-contractions`),
-    so the work is tokens x dim additions per rank.
-
-    Applies when the one-hot is a chain of elementwise generics of mask ops
-    (`cmpi`, `uitofp`, `select`, ...) that yields 0 or 1, whose operands are
-    at most 1/32 of it, read along its token loop (gathered) or the same on
-    every rank (an iota); its body reads no token position; shapes are
-    static; and the gathered bytes are at most a quarter of the reduced
-    ones. Anything else is left as it is. Not for the GPU pipeline, which
-    computes the one-hot matmul as a GEMM (over every rank's tokens it would
-    cost the group size times the FLOPs). fully_shard's reduce-scatter of a
-    padded gradient is not rewritten.
-    ```mlir
-    %oh = linalg.generic ... ins(%ids, %iota : tensor<32x1xi64>, tensor<1x512xi64>) ... -> tensor<32x512xi1>
-    %f = linalg.generic ... ins(%oh ...) { uitofp } -> tensor<32x512xf32>
-    %t = linalg.transpose ins(%f ...) ... permutation = [1, 0]
-    %e = linalg.matmul ins(%t, %rows : tensor<512x32xf32>, tensor<32x64xf32>) ...
-    %g = linalg.generic { addf } ins(%head, %e ...) -> tensor<512x64xf32>
-    %r = spmd.all_reduce %g on @dp axes = [0] sum : tensor<512x64xf32> -> tensor<512x64xf32>
-    // becomes
-    %allIds = spmd.all_gather %ids on @dp axes = [0] gather_dim = 0 : tensor<32x1xi64> -> tensor<64x1xi64>
-    ...                             // the one-hot over 64 tokens, transposed
-    %allRows = spmd.all_gather %rows on @dp axes = [0] gather_dim = 0 : tensor<32x64xf32> -> tensor<64x64xf32>
-    %e2 = linalg.matmul ins(%t2, %allRows : tensor<512x64xf32>, tensor<64x64xf32>) ...
-    %h = spmd.all_reduce %head on @dp axes = [0] sum : tensor<512x64xf32> -> tensor<512x64xf32>
-    %r = linalg.generic { addf } ins(%h, %e2 ...) -> tensor<512x64xf32>
-    ```
-  }];
-}
-
 def SpmdBoundReductionsInFlightPass
     : Pass<"spmd-bound-reductions-in-flight", "::mlir::func::FuncOp"> {
   let summary = "Waits for a reduction before later ones pile up";
