@@ -913,10 +913,10 @@ def _fake_input(info: InputInfo) -> torch.Tensor:
 
 def _traced_state(model, named_params, named_buffers, param_names,
                   buffer_names, like=None):
-    """The parameters and buffers the step is traced with: tensors of their
-    shapes (uninitialized), and for a fully sharded model's parameters (this
-    rank's chunks) of their global shapes. `like(t, shape=None)`: another way to make each (fake
-    tensors)."""
+    """The parameters and buffers the step is traced with: uninitialized
+    tensors of their shapes, for a fully sharded model's parameters (this
+    rank's chunks) of their global shapes. `like(t, shape=None)`: another
+    way to make each (fake tensors)."""
     shapes = {n: shape for n, (shape, _) in
               _sharding.sharded_params(model).items()}
 
@@ -926,7 +926,7 @@ def _traced_state(model, named_params, named_buffers, param_names,
         # resident pages (a clone of GPT-2 large's parameters was 2.9 GiB of
         # a rank's peak).
         if shape is None:
-            return torch.empty_like(t, memory_format=torch.preserve_format)
+            return torch.empty_like(t)
         return torch.empty(shape, dtype=t.dtype, device=t.device)
     like = like or copy
     params = [like(named_params[n], shapes.get(n))
