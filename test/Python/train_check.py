@@ -705,11 +705,13 @@ def main():
         if rank == 0:
             print(f"eval: max |diff| {diff:.1e}")
     ok = worst <= args.tol
+    # A process whose programs were all cached never loads torch-mlir's
+    # importer (python/spmd/_import_cache.py). On a first run one rank may
+    # find the import the other just cached: any rank's counts.
+    loaded = not spmd._runtime.all_ranks_min_each(
+        [int('torch_mlir.extras.fx_importer' not in sys.modules)])[0]
     if rank == 0:
-        # A process whose programs were all cached never loads torch-mlir's
-        # importer (python/spmd/_import_cache.py).
-        print("torch-mlir importer loaded: "
-              f"{'torch_mlir.extras.fx_importer' in sys.modules}")
+        print(f"torch-mlir importer loaded: {loaded}")
         if after_step:
             # Changing float options never recompiles.
             print(f"programs compiled: {len(train_step.cache)}")
