@@ -21,6 +21,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::spmd {
@@ -408,6 +409,50 @@ bool padsRowsWithZeros(tensor::PadOp pad) {
   return padding && matchPattern(padding, m_AnyZeroFloat());
 }
 
+/// Where the dense term `term` is made, for its reduce-scatter to start
+/// after: its producer, or the last op before `scatter` (other than the
+/// embedding gradient's, which go away) that reads one of the producer's
+/// inputs, or what a transpose or reshape of one reads, when later. The
+/// head's backward: `dW = transpose(dY) . X` and `dX = dY . W` read the same
+/// `dY`. A collective started between the two would keep the gathered
+/// weight `W` alive beside the whole dW, since spmd-schedule-for-memory
+/// moves no op above a collective; after both, that pass runs `dX` first
+/// and `W` is freed before dW exists. Null for a block argument.
+Operation *whereMade(Value term, ReduceScatterOp scatter,
+                     EmbeddingGradient &gradient) {
+  Operation *def = term.getDefiningOp();
+  Block *block = scatter->getBlock();
+  if (!def || def->getBlock() != block)
+    return def;
+  auto dps = dyn_cast<DestinationStyleOpInterface>(def);
+  if (!dps)
+    return def;
+  SetVector<Value> read;
+  for (OpOperand *input : dps.getDpsInputOperands()) {
+    read.insert(input->get());
+    Operation *view = input->get().getDefiningOp();
+    if (isa_and_nonnull<linalg::TransposeOp>(view))
+      read.insert(cast<linalg::TransposeOp>(view).getInput());
+    else if (isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(
+                 view))
+      read.insert(view->getOperand(0));
+  }
+  auto goesAway = [&](Operation *op) {
+    return op == gradient.matmul.getOperation() ||
+           op == gradient.transpose.getOperation() ||
+           llvm::is_contained(gradient.chain.generics, op);
+  };
+  Operation *after = def;
+  for (Value value : read)
+    for (Operation *user : value.getUsers()) {
+      Operation *at = block->findAncestorOpInBlock(*user);
+      if (at && !goesAway(at) && after->isBeforeInBlock(at) &&
+          at->isBeforeInBlock(scatter))
+        after = at;
+    }
+  return after;
+}
+
 /// Rewrites `scatter` when its input is an embedding's gradient, or the sum
 /// of a dense gradient and one, padded or not.
 bool rewrite(ReduceScatterOp scatter) {
@@ -461,12 +506,12 @@ bool rewrite(ReduceScatterOp scatter) {
     result = embeddingChunk(b, scatter, *gradient, *group, chunk);
   }
   if (dense) {
-    // The dense term padded and reduce-scattered right where it is made, so
-    // that `spmd-overlap-collectives` starts it there.
+    // The dense term padded and reduce-scattered where it is made, so that
+    // `spmd-overlap-collectives` starts it there.
     Value term = dense->get();
     OpBuilder b(scatter->getContext());
-    if (Operation *def = term.getDefiningOp())
-      b.setInsertionPointAfter(def);
+    if (Operation *after = whereMade(term, scatter, *gradient))
+      b.setInsertionPointAfter(after);
     else
       b.setInsertionPointToStart(cast<BlockArgument>(term).getOwner());
     Value padded = term;
