@@ -69,16 +69,13 @@ def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024,
     bucket the collectives (`bucket_bytes` 0: none), at most two gradient
     reductions in flight. `regather` (fully_shard
     with reshard_after_forward): parameters gathered again for their
-    backward uses, one parameter gather prefetched at a time. An embedding's
-    reduce-scattered gradient (fully_shard) is computed by rows from the
-    gathered tokens, a tied head's term reduce-scattered where it is made."""
+    backward uses, one parameter gather prefetched at a time."""
     text = "builtin.module(inline, symbol-dce"
     if passes:
         text += ", " + passes
-    local = "spmd-shard-embedding-gradients, " + (
-        "spmd-regather-parameters, "
-        "spmd-overlap-collectives{prefetch-parameters=1}" if regather
-        else "spmd-overlap-collectives")
+    local = ("spmd-regather-parameters, "
+             "spmd-overlap-collectives{prefetch-parameters=1}" if regather
+             else "spmd-overlap-collectives")
     if bucket_bytes > 0:
         first = min(bucket_bytes, 1024 * 1024)
         local += (f", spmd-bucket-collectives{{bucket-bytes={bucket_bytes} "

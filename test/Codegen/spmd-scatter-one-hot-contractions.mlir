@@ -180,38 +180,3 @@ func.func @one_hot_kept(%ids: tensor<8xi64>, %g: tensor<8x4xf32>, %c: tensor<10x
       ins(%oh, %g : tensor<8x10xf32>, tensor<8x4xf32>) outs(%c : tensor<10x4xf32>) -> tensor<10x4xf32>
   return %r, %oh : tensor<10x4xf32>, tensor<8x10xf32>
 }
-
-// -----
-
-#tok = affine_map<(d0, d1) -> (d0, 0)>
-#id = affine_map<(d0, d1) -> (d0, d1)>
-
-// A chunk of rows (spmd-shard-embedding-gradients): the ids less the
-// chunk's first row, a scalar from outside the one-hot. Each token adds to
-// row id - offset when that is one of the chunk's 25.
-// CHECK-LABEL: func.func @chunk_of_rows
-// CHECK-SAME: (%[[IDS:.*]]: tensor<32x1xi64>, %[[G:.*]]: tensor<32x16xf32>, %[[C:.*]]: tensor<25x16xf32>, %[[OFF:.*]]: i64)
-// CHECK-NOT: linalg.matmul
-// CHECK: scf.for
-// CHECK: %[[RAW:.*]] = tensor.extract %[[IDS]]
-// CHECK: %[[I:.*]] = arith.subi %[[RAW]], %[[OFF]] : i64
-// CHECK: arith.cmpi sge, %[[I]]
-// CHECK: arith.cmpi slt, %[[I]], %c25_i64
-// CHECK: scf.if
-// CHECK: arith.index_cast %[[I]] : i64 to index
-func.func @chunk_of_rows(%ids: tensor<32x1xi64>, %g: tensor<32x16xf32>, %c: tensor<25x16xf32>, %off: i64) -> tensor<25x16xf32> {
-  %e = tensor.empty() : tensor<32x25xf32>
-  %oh = linalg.generic {indexing_maps = [#tok, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%ids : tensor<32x1xi64>) outs(%e : tensor<32x25xf32>) {
-  ^bb0(%a: i64, %out: f32):
-    %local = arith.subi %a, %off : i64
-    %i = linalg.index 1 : index
-    %r = arith.index_cast %i : index to i64
-    %eq = arith.cmpi eq, %local, %r : i64
-    %f = arith.uitofp %eq : i1 to f32
-    linalg.yield %f : f32
-  } -> tensor<32x25xf32>
-  %r = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
-      ins(%oh, %g : tensor<32x25xf32>, tensor<32x16xf32>) outs(%c : tensor<25x16xf32>) -> tensor<25x16xf32>
-  return %r : tensor<25x16xf32>
-}

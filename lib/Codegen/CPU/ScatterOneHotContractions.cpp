@@ -4,9 +4,7 @@
 // matmul that contracts a one-hot matrix (token t, row v) -> (idx[t] == v)
 // with a (token, column) matrix G becomes a loop over the tokens that adds
 // row t of G to row idx[t] of the result: nn.Embedding's backward without
-// the tokens x vocabulary one-hot and its GEMM. Indices less a scalar offset
-// (a chunk of rows, spmd-shard-embedding-gradients) add to row
-// idx[t] - offset when it is one of the result's.
+// the tokens x vocabulary one-hot and its GEMM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,27 +74,14 @@ bool isIota(Value value) {
 }
 
 /// What a one-hot generic compares: integer tensor `indices`, read along
-/// loop `tokenLoop` of the generic, less `offset` (a scalar defined outside
-/// the generic, or null), against loop `rowLoop`'s index; `skip` is a value
-/// of the indices never matched (nn.Embedding's padding_idx).
+/// loop `tokenLoop` of the generic, against loop `rowLoop`'s index;
+/// `skip` is a value never matched (nn.Embedding's padding_idx).
 struct OneHot {
   Value indices;
   AffineMap indicesMap;
   unsigned tokenLoop = 0, rowLoop = 0;
   std::optional<APInt> skip;
-  Value offset;
 };
-
-/// `value` as `subi(x, offset)` with `offset` defined outside `op` (the
-/// first row of a chunk of rows, spmd-shard-embedding-gradients): `x` and
-/// `offset`; else `value` and null.
-std::pair<Value, Value> peelOffset(linalg::GenericOp op, Value value) {
-  auto sub = value.getDefiningOp<arith::SubIOp>();
-  if (!sub || sub->getParentOp() != op ||
-      op->isAncestor(sub.getRhs().getParentBlock()->getParentOp()))
-    return {value, nullptr};
-  return {sub.getLhs(), sub.getRhs()};
-}
 
 /// The input operand `value` reads when it is a block argument of `op`'s
 /// body bound to an input (not an `outs`); null otherwise.
@@ -160,7 +145,7 @@ std::optional<OneHot> matchCondition(linalg::GenericOp op, Value cond) {
         continue;
       for (Value idx : {eqCmp.getLhs(), eqCmp.getRhs()})
         if (!skip)
-          skip = matchSkip(op, mask, peelOffset(op, idx).first);
+          skip = matchSkip(op, mask, idx);
       if (skip) {
         cond = eq;
         break;
@@ -187,10 +172,9 @@ std::optional<OneHot> matchCondition(linalg::GenericOp op, Value cond) {
       return std::nullopt;
     return loop;
   };
-  for (auto [compared, row] : {std::pair(cmp.getLhs(), cmp.getRhs()),
-                               std::pair(cmp.getRhs(), cmp.getLhs())}) {
+  for (auto [idx, row] : {std::pair(cmp.getLhs(), cmp.getRhs()),
+                          std::pair(cmp.getRhs(), cmp.getLhs())}) {
     std::optional<unsigned> rowLoop = rowIndexLoop(row);
-    auto [idx, offset] = peelOffset(op, compared);
     OpOperand *operand = inputOf(op, idx);
     if (!rowLoop || !operand)
       continue;
@@ -198,7 +182,7 @@ std::optional<OneHot> matchCondition(linalg::GenericOp op, Value cond) {
     std::optional<unsigned> tokenLoop = soleLoop(map);
     if (!tokenLoop || *tokenLoop == *rowLoop)
       continue;
-    return OneHot{operand->get(), map, *tokenLoop, *rowLoop, skip, offset};
+    return OneHot{operand->get(), map, *tokenLoop, *rowLoop, skip};
   }
   return std::nullopt;
 }
@@ -272,8 +256,7 @@ LogicalResult scatterRows(linalg::MatmulOp matmul) {
   auto indexType = cast<IntegerType>(indicesType.getElementType());
   unsigned width = indexType.getWidth();
   // Past the index type's range every non-negative index is a row.
-  bool checkUpper =
-      oneHot->offset || width >= 64 || rows < (int64_t(1) << (width - 1));
+  bool checkUpper = width >= 64 || rows < (int64_t(1) << (width - 1));
 
   Location loc = matmul.getLoc();
   OpBuilder b(matmul);
@@ -286,10 +269,7 @@ LogicalResult scatterRows(linalg::MatmulOp matmul) {
         SmallVector<Value> at;
         for (AffineExpr expr : oneHot->indicesMap.getResults())
           at.push_back(isa<AffineDimExpr>(expr) ? t : zero);
-        Value raw = tensor::ExtractOp::create(b, loc, oneHot->indices, at);
-        Value idx = oneHot->offset
-                        ? arith::SubIOp::create(b, loc, raw, oneHot->offset)
-                        : raw;
+        Value idx = tensor::ExtractOp::create(b, loc, oneHot->indices, at);
         auto intConst = [&](const APInt &value) {
           return arith::ConstantOp::create(
               b, loc,
@@ -306,7 +286,7 @@ LogicalResult scatterRows(linalg::MatmulOp matmul) {
         if (oneHot->skip)
           ok = arith::AndIOp::create(
               b, loc, ok,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, raw,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, idx,
                                     intConst(*oneHot->skip)));
         auto ifOp = scf::IfOp::create(b, loc, TypeRange{resultType}, ok,
                                       /*withElseRegion=*/true);

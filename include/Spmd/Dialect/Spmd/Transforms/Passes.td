@@ -234,64 +234,6 @@ def SpmdRegatherParametersPass
   ];
 }
 
-def SpmdShardEmbeddingGradientsPass
-    : Pass<"spmd-shard-embedding-gradients", "::mlir::func::FuncOp"> {
-  let summary = "Computes this rank's rows of an embedding's reduce-scattered "
-                "gradient from gathered tokens";
-  let description = [{
-    On a local program (after `spmd-distribute`, before
-    `spmd-overlap-collectives`). An embedding's gradient is traced as a
-    matmul of a one-hot of the token ids (transposed: [rows, tokens]) with
-    the gradient's token rows ([tokens, dim]); data-parallel, each rank
-    holds its own tokens, and under fully_shard the [rows, dim] result is
-    reduce-scattered along its rows (padded with zero rows to a multiple of
-    the group). Here a synchronous sum `spmd.reduce_scatter` along
-    dimension 0 of such a matmul, or of an elementwise sum of one and
-    another gradient (a head tied to the embedding), padded or not, instead
-    all-gathers the token ids and rows over the same axes and computes only
-    this rank's chunk of rows: the one-hot of every rank's ids less the
-    chunk's first row (`spmd.axis_index` times the chunk) against the
-    chunk's row positions. The other term is padded and reduce-scattered
-    alone, right where it is made, so `spmd-overlap-collectives` starts it
-    there and its whole [rows, dim] buffer is not kept alive until the
-    embedding's backward; this rank's rows are added to its chunk after.
-    The same sums in another order (float rounding only); the matmul's
-    FLOPs are unchanged (a chunk of rows times the group's tokens), and the
-    CPU lowering scatters the rows that fall in the chunk
-    (`spmd-scatter-one-hot-contractions` skips ids outside it).
-
-    Applies when the one-hot is a chain of 2-loop elementwise generics of
-    `cmpi eq`, `uitofp`, `select`, constants, `index_cast` and the row
-    loop's `linalg.index`, that yields 0 or 1; its inputs are integer ids
-    read along the token loop and only compared for equality, or iotas
-    along the row loop; the matmul accumulates into zeros; a pad adds only
-    static zero rows at the end; shapes are static; and every rank's ids and
-    rows are at most a quarter of the gradient's bytes. Anything else
-    (nn.Embedding's `padding_idx` mask, a token position read in the
-    one-hot, an all-reduce) is left as it is.
-    ```mlir
-    %eq = linalg.generic ... ins(%ids, %iota : tensor<32x1xi64>, tensor<1x510xi64>) ... -> tensor<32x510xi1>
-    %f = linalg.generic ... ins(%eq ...) { uitofp } -> tensor<32x510xf32>
-    %t = linalg.transpose ins(%f ...) ... permutation = [1, 0]
-    %e = linalg.matmul ins(%t, %rows : tensor<510x32xf32>, tensor<32x16xf32>) ...
-    %g = linalg.generic { addf } ins(%head, %e ...) -> tensor<510x16xf32>
-    %p = tensor.pad %g low[0, 0] high[2, 0] ... : tensor<510x16xf32> to tensor<512x16xf32>
-    %r = spmd.reduce_scatter %p on @dp axes = [0] sum scatter_dim = 0 : tensor<512x16xf32> -> tensor<256x16xf32>
-    // becomes
-    %hp = tensor.pad %head low[0, 0] high[2, 0] ...   // right after %head
-    %h = spmd.reduce_scatter %hp on @dp axes = [0] sum scatter_dim = 0 : tensor<512x16xf32> -> tensor<256x16xf32>
-    ...
-    %i = spmd.axis_index @dp axes = [0] : index      // first row: %i * 256
-    %allIds = spmd.all_gather %ids on @dp axes = [0] gather_dim = 0 : tensor<32x1xi64> -> tensor<64x1xi64>
-    %local = linalg.generic ... { subi }              // ids less the first row
-    ...                                               // the one-hot [64, 256] of %local, transposed
-    %allRows = spmd.all_gather %rows on @dp axes = [0] gather_dim = 0 : tensor<32x16xf32> -> tensor<64x16xf32>
-    %e2 = linalg.matmul ins(%t2, %allRows : tensor<256x64xf32>, tensor<64x16xf32>) ...
-    %r = linalg.generic { addf } ins(%h, %e2 ...) -> tensor<256x16xf32>
-    ```
-  }];
-}
-
 def SpmdBoundReductionsInFlightPass
     : Pass<"spmd-bound-reductions-in-flight", "::mlir::func::FuncOp"> {
   let summary = "Waits for a reduction before later ones pile up";
