@@ -74,6 +74,13 @@ class Executable:
         self.lib.spmd_register_state()
         _sharding.claim(traced.model, style, program.mesh)
         self.states = {s.name: s for s in program.states}
+        # States whose buffers hold the runtime's zeros until the first
+        # adoption: fresh optimizer moments need no zero fill. GPT-2 124M,
+        # 2 ranks, cached first call: the load phase 3.0 -> 0.7 s (1 GB of
+        # moments), the whole call 10.8 -> 10.3 s, as the first step's own
+        # writes now take the first-touch page faults.
+        self._zeros = {s.name for s in program.states
+                       if _runtime.holds_zeros(program.prefix + s.name)}
         self.views = {}
         buffers = []
         for s in program.states:
@@ -104,6 +111,7 @@ class Executable:
         # whole tensor of a sharded state is broadcast before each rank
         # takes its chunk), and from rank 0's random seed.
         self._adopt_state(agree=True)
+        self._zeros = set()
         _sharding.mark_sharded(traced.model, {
             s.name: (s.shape, s.layout) for s in program.states
             if s.sharded and s.role == "param"})
@@ -204,7 +212,8 @@ class Executable:
                 if suffix in st:
                     self._copy_in(key, st[suffix], agree)
                 else:
-                    self.views[key].zero_()
+                    if key not in self._zeros:
+                        self.views[key].zero_()
                     self._constant_filled.add(key)
         self.views[f"{n}.step"].fill_(float(st["step"]) if "step" in st
                                       else 0.0)

@@ -320,12 +320,27 @@ def all_ranks_agree(value: int) -> bool:
     return high == value and low == ~value
 
 
+# The states bound in this process. The CPU runtime allocates a state's
+# buffer zero-filled when a program first registers it and never frees it:
+# a name not bound before holds zeros, one bound before what programs wrote.
+_BOUND = set()
+
+
+def holds_zeros(name: str) -> bool:
+    """Whether state `name`'s buffer is still the zeros the CPU runtime
+    allocated it with (no program of this process bound it before). Call
+    before `bind`; False on the GPU runtimes (device memory is not
+    cleared)."""
+    return target() == "cpu" and name not in _BOUND
+
+
 def bind(name: str, shape, dtype: torch.dtype, code: int) -> torch.Tensor:
     """A tensor over the buffer the compiled program holds for state
     `name` (no copy: writes go to the program's memory)."""
     count = math.prod(shape)
     nbytes = count * torch.tensor([], dtype=dtype).element_size()
     address = runtime().spmdStateBind(name.encode(), nbytes, code)
+    _BOUND.add(name)
     return device().state(address, shape, dtype, nbytes)
 
 
