@@ -65,7 +65,8 @@ def _cmake_cache(build: Path, key: str) -> str:
 def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024,
              regather: bool = False) -> str:
     """The pass pipeline from the wrapped global program to the local one:
-    inline the traced callee, the user's `passes`, distribute, overlap,
+    inline the traced callee, the user's `passes`, a vocabulary-parallel
+    head where one applies, distribute, overlap,
     bucket the collectives (`bucket_bytes` 0: none), at most two gradient
     reductions in flight. `regather` (fully_shard
     with reshard_after_forward): parameters gathered again for their
@@ -84,6 +85,11 @@ def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024,
     # (SPMD_MAX_IN_FLIGHT; 0: as many as overlap leaves).
     in_flight = os.environ.get("SPMD_MAX_IN_FLIGHT", "2")
     local += f", spmd-bound-reductions-in-flight{{max-in-flight={in_flight}}}"
+    # A large vocabulary stored by rows (fully_shard's tied wte) keeps its
+    # rows: the tokens are gathered instead (fires on nothing else;
+    # SPMD_VOCAB_PARALLEL=0: off, for comparisons).
+    if os.environ.get("SPMD_VOCAB_PARALLEL", "1") != "0":
+        text += ", func.func(spmd-vocab-parallel)"
     return text + f", spmd-distribute, func.func({local}))"
 
 

@@ -180,3 +180,51 @@ func.func @one_hot_kept(%ids: tensor<8xi64>, %g: tensor<8x4xf32>, %c: tensor<10x
       ins(%oh, %g : tensor<8x10xf32>, tensor<8x4xf32>) outs(%c : tensor<10x4xf32>) -> tensor<10x4xf32>
   return %r, %oh : tensor<10x4xf32>, tensor<8x10xf32>
 }
+
+// -----
+
+#tok = affine_map<(d0, d1) -> (d0, 0)>
+#row = affine_map<(d0, d1) -> (0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A rank's chunk of the vocabulary (spmd-vocab-parallel, uneven: the
+// chunk's size is dynamic): the iota generated in its reshaped shape (the
+// reshape fused into it: an affine.apply of the indices) and sliced at the
+// chunk's first row. Each token adds to row id - first when that is one of
+// the chunk's rows.
+// CHECK-LABEL: func.func @chunk_of_rows
+// CHECK-SAME: (%[[IDS:.*]]: tensor<32x1xi64>, %[[G:.*]]: tensor<32x16xf32>, %[[C:.*]]: tensor<?x16xf32>, %[[FIRST:.*]]: index, %[[SIZE:.*]]: index)
+// CHECK-NOT: linalg.matmul
+// CHECK: %[[DIM:.*]] = tensor.dim %[[C]], %{{.*}} : tensor<?x16xf32>
+// CHECK: %[[ROWS:.*]] = arith.index_cast %[[DIM]] : index to i64
+// CHECK: %[[OFF:.*]] = arith.index_cast %[[FIRST]] : index to i64
+// CHECK: scf.for
+// CHECK: %[[RAW:.*]] = tensor.extract %[[IDS]]
+// CHECK: %[[I:.*]] = arith.subi %[[RAW]], %[[OFF]] : i64
+// CHECK: arith.cmpi sge, %[[I]]
+// CHECK: arith.cmpi slt, %[[I]], %[[ROWS]] : i64
+// CHECK: scf.if
+// CHECK: arith.index_cast %[[I]] : i64 to index
+func.func @chunk_of_rows(%ids: tensor<32x1xi64>, %g: tensor<32x16xf32>, %c: tensor<?x16xf32>, %first: index, %size: index) -> tensor<?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %e = tensor.empty() : tensor<1x50xi64>
+  %iota = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<1x50xi64>) {
+  ^bb0(%out: i64):
+    %i = linalg.index 1 : index
+    %lin = affine.apply affine_map<()[s0, s1] -> (s0 + s1 * 50)>()[%i, %c0]
+    %v = arith.index_cast %lin : index to i64
+    linalg.yield %v : i64
+  } -> tensor<1x50xi64>
+  %rows = tensor.extract_slice %iota[0, %first] [1, %size] [1, 1] : tensor<1x50xi64> to tensor<1x?xi64>
+  %e2 = tensor.empty(%size) : tensor<32x?xf32>
+  %oh = linalg.generic {indexing_maps = [#tok, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ids, %rows : tensor<32x1xi64>, tensor<1x?xi64>) outs(%e2 : tensor<32x?xf32>) {
+  ^bb0(%a: i64, %b: i64, %out: f32):
+    %eq = arith.cmpi eq, %a, %b : i64
+    %f = arith.uitofp %eq : i1 to f32
+    linalg.yield %f : f32
+  } -> tensor<32x?xf32>
+  %r = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%oh, %g : tensor<32x?xf32>, tensor<32x16xf32>) outs(%c : tensor<?x16xf32>) -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}

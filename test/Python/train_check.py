@@ -333,6 +333,9 @@ def data(case, gen):
     if case == "gpt":
         tokens = torch.randint(0, 16, (GLOBAL_BATCH, 7), generator=gen)
         return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    if case == "gpt_vocab":
+        tokens = torch.randint(0, 1001, (GLOBAL_BATCH, 7), generator=gen)
+        return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
     if case in ("transformer",) + ATTENTION:
         return (torch.randint(0, 16, (GLOBAL_BATCH, 6), generator=gen),
                 torch.randint(0, 3, (GLOBAL_BATCH,), generator=gen))
@@ -504,6 +507,15 @@ def setup(case):
         loss_fn = nn.CrossEntropyLoss()
     elif case == "gpt":
         model = MiniGPT()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1,
+                                foreach=True)
+        loss_fn = next_token_loss
+    elif case == "gpt_vocab":
+        # A vocabulary large next to the batch's tokens (1001 rows, uneven
+        # on 2 and 4 ranks): under fully_shard the tied head, its loss and
+        # the embedding's gradient stay sharded by rows
+        # (spmd-vocab-parallel).
+        model = MiniGPT(vocab=1001, dim=16)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1,
                                 foreach=True)
         loss_fn = next_token_loss

@@ -4,16 +4,21 @@
 // matmul that contracts a one-hot matrix (token t, row v) -> (idx[t] == v)
 // with a (token, column) matrix G becomes a loop over the tokens that adds
 // row t of G to row idx[t] of the result: nn.Embedding's backward without
-// the tokens x vocabulary one-hot and its GEMM.
+// the tokens x vocabulary one-hot and its GEMM. The rows may be a rank's
+// chunk of the vocabulary (a slice of the iota, spmd-vocab-parallel): each
+// token adds to row idx[t] - first when that is one of the chunk's.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Spmd/Codegen/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 
 namespace mlir::spmd {
@@ -69,18 +74,80 @@ bool isIota(Value value) {
   }
   auto yield = cast<linalg::YieldOp>(iota.getBody()->getTerminator());
   auto cast = yield.getOperand(0).getDefiningOp<arith::IndexCastOp>();
-  auto index = cast ? cast.getIn().getDefiningOp<linalg::IndexOp>() : nullptr;
-  return index && (!along || index.getDim() == *along);
+  if (!cast)
+    return false;
+  if (auto index = cast.getIn().getDefiningOp<linalg::IndexOp>())
+    return !along || index.getDim() == *along;
+  // A reshape fused into the iota linearizes its indices: an affine.apply
+  // of the loop indices (and constants) that is the index along the
+  // non-unit dimension once the unit ones are 0.
+  auto apply = cast.getIn().getDefiningOp<affine::AffineApplyOp>();
+  if (!apply || !along)
+    return false;
+  AffineMap map = apply.getAffineMap();
+  MLIRContext *ctx = apply.getContext();
+  SmallVector<AffineExpr> replacements;
+  for (Value operand : apply.getMapOperands()) {
+    APInt c;
+    if (matchPattern(operand, m_ConstantInt(&c))) {
+      replacements.push_back(getAffineConstantExpr(c.getSExtValue(), ctx));
+      continue;
+    }
+    auto index = operand.getDefiningOp<linalg::IndexOp>();
+    if (!index)
+      return false;
+    replacements.push_back(index.getDim() == *along
+                               ? getAffineDimExpr(0, ctx)
+                               : getAffineConstantExpr(0, ctx));
+  }
+  ArrayRef<AffineExpr> all(replacements);
+  AffineExpr expr = map.getResult(0).replaceDimsAndSymbols(
+      all.take_front(map.getNumDims()), all.drop_front(map.getNumDims()));
+  return simplifyAffineExpr(expr, 1, 0) == getAffineDimExpr(0, ctx);
+}
+
+/// The first element of `value` when every element equals it plus its
+/// position along the only non-unit dimension: an iota (0), or a unit-stride
+/// slice of one along that dimension (its offset there: a rank's chunk of
+/// rows, spmd-vocab-parallel). None otherwise.
+std::optional<OpFoldResult> iotaStart(Value value) {
+  MLIRContext *ctx = value.getContext();
+  auto slice = value.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice)
+    return isIota(value) ? std::optional<OpFoldResult>(
+                               IntegerAttr::get(IndexType::get(ctx), 0))
+                         : std::nullopt;
+  RankedTensorType source = slice.getSourceType();
+  if (!source.hasStaticShape() || !slice.hasUnitStride() ||
+      slice.getSourceType().getRank() != slice.getType().getRank() ||
+      !isIota(slice.getSource()))
+    return std::nullopt;
+  std::optional<OpFoldResult> start;
+  for (auto [d, size] : llvm::enumerate(source.getShape())) {
+    OpFoldResult offset = slice.getMixedOffsets()[d];
+    if (size != 1) {
+      start = offset;
+      continue;
+    }
+    if (!isConstantIntValue(offset, 0))
+      return std::nullopt;
+  }
+  if (!start)
+    return std::nullopt;
+  return start;
 }
 
 /// What a one-hot generic compares: integer tensor `indices`, read along
-/// loop `tokenLoop` of the generic, against loop `rowLoop`'s index;
-/// `skip` is a value never matched (nn.Embedding's padding_idx).
+/// loop `tokenLoop` of the generic, against loop `rowLoop`'s index (plus
+/// `start`); `skip` is a value never matched (nn.Embedding's padding_idx).
 struct OneHot {
   Value indices;
   AffineMap indicesMap;
   unsigned tokenLoop = 0, rowLoop = 0;
   std::optional<APInt> skip;
+  /// The row the one-hot's first column stands for (an index; 0 unless
+  /// the rows are a chunk of a larger iota).
+  OpFoldResult start;
 };
 
 /// The input operand `value` reads when it is a block argument of `op`'s
@@ -160,29 +227,33 @@ std::optional<OneHot> matchCondition(linalg::GenericOp op, Value cond) {
 
   // One side is the row loop's index, the other an input read along a
   // single other loop.
-  auto rowIndexLoop = [&](Value v) -> std::optional<unsigned> {
+  OpFoldResult zero = IntegerAttr::get(IndexType::get(op.getContext()), 0);
+  auto rowIndexLoop =
+      [&](Value v) -> std::optional<std::pair<unsigned, OpFoldResult>> {
     if (auto cast = v.getDefiningOp<arith::IndexCastOp>())
       if (auto index = cast.getIn().getDefiningOp<linalg::IndexOp>())
-        return index.getDim();
+        return std::pair(static_cast<unsigned>(index.getDim()), zero);
     OpOperand *operand = inputOf(op, v);
     if (!operand)
       return std::nullopt;
     std::optional<unsigned> loop = soleLoop(op.getMatchingIndexingMap(operand));
-    if (!loop || !isIota(operand->get()))
+    std::optional<OpFoldResult> start = iotaStart(operand->get());
+    if (!loop || !start)
       return std::nullopt;
-    return loop;
+    return std::pair(*loop, *start);
   };
   for (auto [idx, row] : {std::pair(cmp.getLhs(), cmp.getRhs()),
                           std::pair(cmp.getRhs(), cmp.getLhs())}) {
-    std::optional<unsigned> rowLoop = rowIndexLoop(row);
+    auto rowLoop = rowIndexLoop(row);
     OpOperand *operand = inputOf(op, idx);
     if (!rowLoop || !operand)
       continue;
     AffineMap map = op.getMatchingIndexingMap(operand);
     std::optional<unsigned> tokenLoop = soleLoop(map);
-    if (!tokenLoop || *tokenLoop == *rowLoop)
+    if (!tokenLoop || *tokenLoop == rowLoop->first)
       continue;
-    return OneHot{operand->get(), map, *tokenLoop, *rowLoop, skip};
+    return OneHot{operand->get(), map,  *tokenLoop,
+                  rowLoop->first, skip, rowLoop->second};
   }
   return std::nullopt;
 }
@@ -243,33 +314,53 @@ LogicalResult scatterRows(linalg::MatmulOp matmul) {
   auto oneHotType = cast<RankedTensorType>(oneHotValue.getType());
   auto indicesType = dyn_cast<RankedTensorType>(oneHot->indices.getType());
   Type element = resultType.getElementType();
-  if (!gradType.hasStaticShape() || !resultType.hasStaticShape() ||
-      !oneHotType.hasStaticShape() || !indicesType ||
+  // The rows (a rank's chunk of a vocabulary) may be dynamic.
+  if (!gradType.hasStaticShape() || resultType.isDynamicDim(1) ||
+      oneHotType.getNumDynamicDims() > 1 ||
+      oneHotType.isDynamicDim(oneHot->tokenLoop) || !indicesType ||
       !indicesType.hasStaticShape() || !isa<FloatType>(element) ||
       gradType.getElementType() != element ||
       oneHotType.getElementType() != element ||
       !indicesType.getElementType().isSignlessInteger() ||
-      resultType.getNumElements() == 0 || gradType.getNumElements() == 0)
+      (resultType.hasStaticShape() && resultType.getNumElements() == 0) ||
+      gradType.getNumElements() == 0)
     return failure();
   int64_t tokens = gradType.getDimSize(0), rows = resultType.getDimSize(0),
           columns = resultType.getDimSize(1);
   auto indexType = cast<IntegerType>(indicesType.getElementType());
   unsigned width = indexType.getWidth();
+  bool offset = !isConstantIntValue(oneHot->start, 0);
   // Past the index type's range every non-negative index is a row.
-  bool checkUpper = width >= 64 || rows < (int64_t(1) << (width - 1));
+  bool checkUpper = offset || ShapedType::isDynamic(rows) || width >= 64 ||
+                    rows < (int64_t(1) << (width - 1));
 
   Location loc = matmul.getLoc();
   OpBuilder b(matmul);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value count = arith::ConstantIndexOp::create(b, loc, tokens);
+  // The row count and the first row, as integers of the indices' type.
+  Value rowCount =
+      ShapedType::isDynamic(rows)
+          ? arith::IndexCastOp::create(b, loc, indexType,
+                                       tensor::DimOp::create(b, loc, init, 0))
+                .getResult()
+          : Value();
+  Value first =
+      offset ? arith::IndexCastOp::create(
+                   b, loc, indexType,
+                   getValueOrCreateConstantIndexOp(b, loc, oneHot->start))
+                   .getResult()
+             : Value();
   auto loop = scf::ForOp::create(
       b, loc, zero, count, one, ValueRange{init},
       [&](OpBuilder &b, Location loc, Value t, ValueRange acc) {
         SmallVector<Value> at;
         for (AffineExpr expr : oneHot->indicesMap.getResults())
           at.push_back(isa<AffineDimExpr>(expr) ? t : zero);
-        Value idx = tensor::ExtractOp::create(b, loc, oneHot->indices, at);
+        Value raw = tensor::ExtractOp::create(b, loc, oneHot->indices, at);
+        Value idx =
+            first ? arith::SubIOp::create(b, loc, raw, first).getResult() : raw;
         auto intConst = [&](const APInt &value) {
           return arith::ConstantOp::create(
               b, loc,
@@ -282,11 +373,12 @@ LogicalResult scatterRows(linalg::MatmulOp matmul) {
           ok = arith::AndIOp::create(
               b, loc, ok,
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx,
-                                    intConst(APInt(width, rows))));
+                                    rowCount ? rowCount
+                                             : intConst(APInt(width, rows))));
         if (oneHot->skip)
           ok = arith::AndIOp::create(
               b, loc, ok,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, idx,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, raw,
                                     intConst(*oneHot->skip)));
         auto ifOp = scf::IfOp::create(b, loc, TypeRange{resultType}, ok,
                                       /*withElseRegion=*/true);

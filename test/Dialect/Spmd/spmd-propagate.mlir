@@ -167,3 +167,46 @@ func.func @data_movement(%x: tensor<8x4xf32> {spmd.spec = #spmd.spec<@dp, [shard
   %c = tensor.concat dim(1) %p, %x, %s : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<8x10xf32>
   return %c : tensor<8x10xf32>
 }
+
+// -----
+
+// A batch operand may be gathered by a candidate that still shards the op
+// along the axis, when that moves at least 16 times fewer bytes than
+// keeping the batch split: a vocabulary-parallel loss masks its [tokens,
+// classes] values sharded along the classes with a column of one flag per
+// token, gathered (32 bytes), instead of moving the values (8 KiB).
+spmd.mesh @dp(shape = 2)
+// CHECK-LABEL: func.func @small_batch_gather
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<8x1xi1>, tensor<8x256xf32>) {{.*}}spmd.result_specs = [#spmd.spec<@dp, [shard<1>]>], spmd.strategy = #spmd.strategy<[factor<1>]>
+func.func @small_batch_gather(%valid: tensor<8x1xi1> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}, %x: tensor<8x256xf32>) -> tensor<8x256xf32> {
+  %xs = spmd.redistribute %x to <@dp, [shard<1>]> : tensor<8x256xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x256xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%valid, %xs : tensor<8x1xi1>, tensor<8x256xf32>) outs(%e : tensor<8x256xf32>) {
+  ^bb0(%v: i1, %a: f32, %out: f32):
+    %s = arith.select %v, %a, %zero : f32
+    linalg.yield %s : f32
+  } -> tensor<8x256xf32>
+  return %r : tensor<8x256xf32>
+}
+
+// -----
+
+// With two values per token against rows of eight, gathering the batch
+// (32 bytes) saves too little against moving the rows (128 bytes): the op
+// keeps the batch split.
+spmd.mesh @dp(shape = 2)
+// CHECK-LABEL: func.func @batch_kept
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<8x2xf32>, tensor<8x8xf32>) {{.*}}spmd.result_specs = [#spmd.spec<@dp, [shard<0>]>], spmd.strategy = #spmd.strategy<[factor<0>]>
+func.func @batch_kept(%b: tensor<8x2xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}, %x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %xs = spmd.redistribute %x to <@dp, [shard<1>]> : tensor<8x8xf32>
+  %e = tensor.empty() : tensor<8x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%b, %xs : tensor<8x2xf32>, tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%v: f32, %a: f32, %out: f32):
+    %s = arith.addf %v, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}

@@ -1,8 +1,8 @@
 //===- Distribute.cpp - the distribution pipeline as one pass -------------===//
 //
-// Runs the phases of spmd-fold-splat-reductions, spmd-propagate, spmd-expand,
-// spmd-dedup-collectives and one canonicalization sweep back to back,
-// verifying once at the end.
+// Runs the phases of spmd-erase-dead-results, spmd-fold-splat-reductions,
+// spmd-propagate, spmd-expand, spmd-dedup-collectives and one
+// canonicalization sweep back to back, verifying once at the end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +43,7 @@ struct SpmdDistributePass
     auto verifyPhase = [&] {
       return verifyEachPhase ? verify(module) : success();
     };
+    eraseDeadResults(module);
     foldSplatReductions(module);
     ShardingRuleCache rules;
     if (failed(propagatePlacements(module, &rules)) || failed(verifyPhase()) ||

@@ -13,6 +13,11 @@
 // another candidate keeps its shard, so no rank holds or computes over the
 // global batch (gathering a small batch can be fewer bytes than all-reducing a
 // gradient, but costs every rank the whole batch's compute and memory).
+// One exception: a candidate that shards another factor along the axis (its
+// compute still split) may gather batch data that is at least 16 times
+// smaller than what keeping the batch split would move (a vocabulary-
+// parallel loss gathers one bit per token instead of a [tokens, vocabulary]
+// tensor).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +32,7 @@
 #include "mlir/IR/Matchers.h"
 
 #include <cstdint>
+#include <limits>
 #include <tuple>
 
 namespace mlir::spmd {
@@ -38,6 +44,11 @@ using namespace mlir;
 using namespace mlir::spmd;
 
 namespace {
+
+/// How many times fewer bytes a batch gather must move than keeping the
+/// batch split would, for a candidate that still shards the op's compute
+/// to take it (see Propagator::place).
+constexpr double kSmallBatchGather = 16;
 
 /// The spec sources of a function, to find its mesh.
 SmallVector<std::pair<SpecAttr, Operation *>> collectSpecs(func::FuncOp func) {
@@ -252,6 +263,9 @@ Propagator::ChoiceScore Propagator::score(Operation *op,
     PlacementAttr have = getResultPlacement(rule, r, c, ctx);
     bytes += getRedistributionCost(have, hint->second[a], n,
                                    getByteSize(result.getType()));
+    // A replicated result its user wants sharded is computed whole and
+    // sliced: a re-slice as much as a sliced operand is.
+    slices += isa<ReplicateAttr>(have) && isa<ShardAttr>(hint->second[a]);
   }
   // Ops with nothing distributed to read (tensor.empty, splats, their
   // fills) stay replicated; expansion rebuilds them per use anyway.
@@ -282,11 +296,25 @@ void Propagator::place(Operation *op) {
     for (unsigned a = 0; a < rank; ++a) {
       SmallVector<AxisChoice> choices =
           candidates(op, rule, g, a, factorSplit, operandNow);
+      SmallVector<ChoiceScore> scores;
+      double keepBatchBytes = std::numeric_limits<double>::infinity();
+      for (const AxisChoice &c : choices) {
+        scores.push_back(score(op, rule, g, a, c, operandNow, sourceLike));
+        if (std::get<0>(scores.back()) == 0)
+          keepBatchBytes = std::min(keepBatchBytes, std::get<1>(scores.back()));
+      }
+      // A candidate that shards a factor along the axis still splits the
+      // compute; the batch it gathers is only an input. It may gather when
+      // that moves a small fraction of what keeping the batch split would
+      // (the vocabulary-parallel loss gathers a mask of one bit per token
+      // rather than move a [tokens, vocabulary] tensor).
+      for (auto [c, s] : llvm::zip(choices, scores))
+        if (c.kind == AxisChoice::Factor && std::get<0>(s) > 0 &&
+            std::get<1>(s) * kSmallBatchGather <= keepBatchBytes)
+          std::get<0>(s) = 0;
       AxisChoice best = choices.front();
-      ChoiceScore bestScore =
-          score(op, rule, g, a, best, operandNow, sourceLike);
-      for (const AxisChoice &c : llvm::drop_begin(choices)) {
-        ChoiceScore s = score(op, rule, g, a, c, operandNow, sourceLike);
+      ChoiceScore bestScore = scores.front();
+      for (auto [c, s] : llvm::drop_begin(llvm::zip(choices, scores))) {
         if (s < bestScore) {
           best = c;
           bestScore = s;
@@ -302,9 +330,18 @@ void Propagator::place(Operation *op) {
 
 void Propagator::recordStrategy(Operation *op, const ShardingRule &rule,
                                 ArrayRef<AxisChoice> strategy) {
+  // The axes along which an operand split by batch data stays split (not
+  // gathered for this op).
   uint64_t derived = 0;
-  for (Value operand : op->getOperands())
-    derived |= batchAxes.lookup(operand);
+  for (auto [o, operand] : llvm::enumerate(op->getOperands())) {
+    uint64_t axes = batchAxes.lookup(operand);
+    for (unsigned a = 0; a < rank && a < 64; ++a)
+      if ((axes >> a & 1) &&
+          !isa<ShardAttr>(getRequiredOperandPlacement(
+              rule, o, strategy[rule.operandGroups[o] * rank + a], ctx)))
+        axes &= ~(uint64_t{1} << a);
+    derived |= axes;
+  }
   SmallVector<Attribute> resultSpecs;
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   for (auto [r, result] : llvm::enumerate(op->getResults())) {

@@ -30,6 +30,8 @@ LogicalResult expandToLocal(ModuleOp module,
 void dedupCollectives(Operation *root);
 /// spmd-fold-splat-reductions' rewrite (spmd-distribute runs it first).
 void foldSplatReductions(Operation *root);
+/// spmd-erase-dead-results' rewrite (spmd-distribute runs it before that).
+void eraseDeadResults(Operation *root);
 
 /// Whether `op` is an `spmd.all_gather` of a parameter: its input is an
 /// `spmd.load` of a `param` state (through the pads and slices of uneven

@@ -482,6 +482,96 @@ def SpmdFoldSplatReductionsPass : Pass<"spmd-fold-splat-reductions"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def SpmdEraseDeadResultsPass : Pass<"spmd-erase-dead-results"> {
+  let summary = "Drops linalg.generic results nothing reads, with their payload";
+  let description = [{
+    A `linalg.generic` result without uses is removed together with its
+    init, its indexing map, its payload block argument and the payload ops
+    only it needed, when no result that stays reads its accumulator. The op
+    is rebuilt with the remaining results; an op none of whose results is
+    used is left to dead-code elimination. Payload ops with effects (an
+    assert) stay.
+
+    torch-mlir takes a row maximum (amax, and so log_softmax and the
+    cross-entropy) with `aten.max.dim`, whose argmax nobody reads; its
+    payload reads the reduced position with `linalg.index`, which keeps the
+    class dimension from being sharded (see the sharding rules) and costs a
+    compare and a select per element. `spmd-distribute` runs this first.
+
+    ```mlir
+    %m:2 = linalg.generic {indexing_maps = [#x, #row, #row],
+                           iterator_types = ["parallel", "reduction"]}
+        ins(%logits : tensor<48x16xf32>) outs(%neg_inf, %zeros : tensor<48xf32>, tensor<48xi64>) {
+    ^bb0(%in: f32, %max: f32, %arg: i64):
+      %i = linalg.index 1 : index
+      %c = arith.index_cast %i : index to i64
+      %n = arith.maximumf %in, %max : f32
+      %gt = arith.cmpf ogt, %in, %max : f32
+      %a = arith.select %gt, %c, %arg : i64
+      linalg.yield %n, %a : f32, i64
+    } -> (tensor<48xf32>, tensor<48xi64>)
+    // with %m#1 unused, becomes
+    %m = linalg.generic {indexing_maps = [#x, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%logits : tensor<48x16xf32>) outs(%neg_inf : tensor<48xf32>) {
+    ^bb0(%in: f32, %max: f32):
+      %n = arith.maximumf %in, %max : f32
+      linalg.yield %n : f32
+    } -> tensor<48xf32>
+    ```
+  }];
+}
+
+def SpmdVocabParallelPass
+    : Pass<"spmd-vocab-parallel", "::mlir::func::FuncOp"> {
+  let summary = "Keeps a large row-sharded vocabulary weight sharded: gathers the tokens instead";
+  let description = [{
+    Megatron's vocabulary-parallel head and loss, stated on a global program
+    for propagation to follow. A head is a `linalg.matmul(%x, transpose(%w))`
+    whose weight `%w` is an `spmd.load` of a state sharded by rows
+    (`shard<0>` on a one-axis mesh) and at least `min-ratio` times the bytes
+    of `%x`: GPT-2's tied `wte` (50257 x 768) against a batch's final hidden
+    state (512 x 768). Left to propagation, fully_shard gathers that weight
+    whole for the head's forward and backward and reduce-scatters its whole
+    gradient. Instead:
+
+    - `%x` is redistributed to replicated (an all-gather of the tokens) for
+      every matmul that reads it, the head and its weight gradient, and the
+      logits are annotated `shard<1>`: each rank computes the whole batch's
+      logits for its rows of the vocabulary, and its rows of the gradient;
+    - every one-hot over the vocabulary (an elementwise `cmpi eq` of ids
+      against an iota of that size: the loss's pick of the target,
+      `nn.Embedding`'s gradient) takes the whole batch's ids
+      (redistributed to replicated) and is annotated sharded along the
+      classes;
+    - the rows an embedding gradient (`transpose(one-hot) . rows`) adds are
+      redistributed to replicated, so it yields this rank's rows too.
+
+    Propagation then keeps log_softmax along the vocabulary (its maximum and
+    sum become partial: an all-reduce of one number per token) and
+    reduce-scatters the hidden state's gradient (a partial sum over the
+    vocabulary) back to the batch's shards. The forward's embedding lookup
+    (a gather from the captured weight) still reads the weight whole.
+
+    Unsupported (left alone): meshes of more than one axis, weights with
+    dynamic shapes, heads written with `linalg.matmul` indexing maps.
+
+    ```mlir
+    %w = spmd.load @wte : tensor<50257x768xf32>      // shard<0> on @dp
+    %wt = linalg.transpose ins(%w : ...) outs(...) permutation = [1, 0]
+    %logits = linalg.matmul ins(%h, %wt : tensor<512x768xf32>, ...) ...
+    // becomes
+    %hw = spmd.redistribute %h to <@dp, [replicate]> : tensor<512x768xf32>
+    %l = linalg.matmul ins(%hw, %wt : ...) ...
+    %logits = spmd.annotate %l to <@dp, [shard<1>]> : tensor<512x50257xf32>
+    ```
+  }];
+  let options = [
+    Option<"minRatio", "min-ratio", "int64_t", /*default=*/"4",
+           "How many times the head's input the weight must weigh (bytes)">,
+  ];
+  let dependentDialects = ["::mlir::spmd::SpmdDialect"];
+}
+
 def SpmdDedupCollectivesPass
     : Pass<"spmd-dedup-collectives", "::mlir::func::FuncOp"> {
   let summary = "Merges identical collectives and removes round trips";
@@ -505,7 +595,8 @@ def SpmdDedupCollectivesPass
 def SpmdDistributePass : Pass<"spmd-distribute", "::mlir::ModuleOp"> {
   let summary = "Distributes a global program: propagate, expand, dedup, canonicalize";
   let description = [{
-    The whole distribution pipeline as one flag: `spmd-fold-splat-reductions`,
+    The whole distribution pipeline as one flag: `spmd-erase-dead-results`,
+    `spmd-fold-splat-reductions`,
     `spmd-propagate`, then `spmd-expand`, then `spmd-dedup-collectives` on every function, then one
     sweep of canonicalization (folds and dead-code removal; no region
     simplification, as expansion leaves no control flow to simplify). The
