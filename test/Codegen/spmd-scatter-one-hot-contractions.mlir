@@ -125,12 +125,15 @@ func.func @padding_mask_input(%ids: tensor<8x1xi64>, %g: tensor<8x4xf32>, %c: te
 #tok = affine_map<(d0, d1) -> (d0)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
-// Left alone: a comparison that is not equality (not one-hot), a one-hot
-// contracted along the row loop instead of the tokens, a gradient read
-// transposed, and a one-hot with another user (kept for it; the matmul
-// still becomes a scatter).
+// Left alone: a comparison that is not equality (not one-hot) and a
+// gradient read transposed. A one-hot contracted along the row loop
+// instead of the tokens is a lookup of the table's rows: a gather loop (see
+// @lookup_in_chunk). A one-hot with another user is kept for it (the
+// matmul still becomes a scatter).
 // CHECK-LABEL: func.func @not_one_hot
-// CHECK-COUNT-3: linalg.matmul
+// CHECK: linalg.matmul
+// CHECK: scf.for
+// CHECK: linalg.matmul
 // CHECK-NOT: scf.for
 // CHECK-LABEL: func.func @one_hot_kept
 // CHECK: %[[OH:.*]] = linalg.generic
@@ -227,4 +230,54 @@ func.func @chunk_of_rows(%ids: tensor<32x1xi64>, %g: tensor<32x16xf32>, %c: tens
   %r = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
       ins(%oh, %g : tensor<32x?xf32>, tensor<32x16xf32>) outs(%c : tensor<?x16xf32>) -> tensor<?x16xf32>
   return %r : tensor<?x16xf32>
+}
+
+// -----
+
+#tok = affine_map<(d0, d1) -> (d0, 0)>
+#row = affine_map<(d0, d1) -> (0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// The other direction: an embedding's lookup written as a one-hot times the
+// table (spmd-vocab-parallel), over a rank's chunk of the rows. Each token
+// adds row id - first of the chunk into its own row of the (zero) result,
+// when the id is one of the chunk's rows.
+// CHECK-LABEL: func.func @lookup_in_chunk
+// CHECK-SAME: (%[[IDS:.*]]: tensor<32x1xi64>, %[[W:.*]]: tensor<?x16xf32>, %[[C:.*]]: tensor<32x16xf32>, %[[FIRST:.*]]: index, %[[SIZE:.*]]: index)
+// CHECK-NOT: linalg.matmul
+// CHECK: %[[DIM:.*]] = tensor.dim %[[W]], %{{.*}} : tensor<?x16xf32>
+// CHECK: %[[ROWS:.*]] = arith.index_cast %[[DIM]] : index to i64
+// CHECK: %[[OFF:.*]] = arith.index_cast %[[FIRST]] : index to i64
+// CHECK: %[[R:.*]] = scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[C]])
+// CHECK: %[[RAW:.*]] = tensor.extract %[[IDS]][%[[T]], %{{.*}}]
+// CHECK: %[[I:.*]] = arith.subi %[[RAW]], %[[OFF]] : i64
+// CHECK: arith.cmpi sge, %[[I]]
+// CHECK: arith.cmpi slt, %[[I]], %[[ROWS]] : i64
+// CHECK: scf.if
+// CHECK: %[[V:.*]] = arith.index_cast %[[I]] : i64 to index
+// CHECK: %[[DST:.*]] = tensor.extract_slice %[[ACC]][%[[T]], 0] [1, 16] [1, 1] : tensor<32x16xf32> to tensor<16xf32>
+// CHECK: %[[SRC:.*]] = tensor.extract_slice %[[W]][%[[V]], 0] [1, 16] [1, 1] : tensor<?x16xf32> to tensor<16xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[SRC]] : tensor<16xf32>) outs(%[[DST]] : tensor<16xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %[[ACC]][%[[T]], 0] [1, 16] [1, 1]
+// CHECK: return %[[R]]
+func.func @lookup_in_chunk(%ids: tensor<32x1xi64>, %w: tensor<?x16xf32>, %c: tensor<32x16xf32>, %first: index, %size: index) -> tensor<32x16xf32> {
+  %e = tensor.empty() : tensor<50xi64>
+  %iota = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} outs(%e : tensor<50xi64>) {
+  ^bb0(%out: i64):
+    %i = linalg.index 0 : index
+    %v = arith.index_cast %i : index to i64
+    linalg.yield %v : i64
+  } -> tensor<50xi64>
+  %all = tensor.expand_shape %iota [[0, 1]] output_shape [1, 50] : tensor<50xi64> into tensor<1x50xi64>
+  %rows = tensor.extract_slice %all[0, %first] [1, %size] [1, 1] : tensor<1x50xi64> to tensor<1x?xi64>
+  %e2 = tensor.empty(%size) : tensor<32x?xf32>
+  %oh = linalg.generic {indexing_maps = [#tok, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ids, %rows : tensor<32x1xi64>, tensor<1x?xi64>) outs(%e2 : tensor<32x?xf32>) {
+  ^bb0(%a: i64, %b: i64, %out: f32):
+    %eq = arith.cmpi eq, %a, %b : i64
+    %f = arith.uitofp %eq : i1 to f32
+    linalg.yield %f : f32
+  } -> tensor<32x?xf32>
+  %r = linalg.matmul ins(%oh, %w : tensor<32x?xf32>, tensor<?x16xf32>) outs(%c : tensor<32x16xf32>) -> tensor<32x16xf32>
+  return %r : tensor<32x16xf32>
 }

@@ -515,7 +515,7 @@ def SpmdLowerAttentionPass : Pass<"spmd-lower-attention", "::mlir::ModuleOp"> {
 
 def SpmdScatterOneHotContractionsPass
     : Pass<"spmd-scatter-one-hot-contractions"> {
-  let summary = "Turns matmuls with a one-hot matrix into row scatters";
+  let summary = "Turns matmuls with a one-hot matrix into row scatters and gathers";
   let description = [{
     Part of `spmd-lower-to-cpu`, on tensors, after `spmd-fuse-elementwise`
     and before bufferization. The bridge traces `nn.Embedding`'s backward
@@ -541,6 +541,17 @@ def SpmdScatterOneHotContractionsPass
     orders them as it blocks); terms of other tokens, which the matmul
     added as `0 * g`, are not added, so a non-finite gradient no longer
     spreads to every row (as in eager's `index_put` accumulation).
+
+    The other direction, `linalg.matmul` with A read as `(m, k)` (a
+    one-hot of the tokens' ids against the rows: an embedding's lookup
+    written as a contraction by `spmd-vocab-parallel`) and B `(k, n)` a
+    table of rows, becomes a loop that adds row `idx[t]` of the table into
+    row t of C (C starts as the matmul's init: zeros), skipping ids outside
+    the table's rows. Either way the rows may be a rank's chunk of a
+    vocabulary: the one-hot compares with a slice of the iota at the
+    chunk's first row `first` (the reshape fused into the iota as an
+    affine.apply of its indices is seen through), and `idx[t] - first` is
+    the row, with a dynamic row count when the vocabulary splits unevenly.
 
     Not on the GPU path: a host loop over tokens would launch a kernel per
     token there (it keeps the GEMM).

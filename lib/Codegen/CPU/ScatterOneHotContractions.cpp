@@ -6,7 +6,10 @@
 // row t of G to row idx[t] of the result: nn.Embedding's backward without
 // the tokens x vocabulary one-hot and its GEMM. The rows may be a rank's
 // chunk of the vocabulary (a slice of the iota, spmd-vocab-parallel): each
-// token adds to row idx[t] - first when that is one of the chunk's.
+// token adds to row idx[t] - first when that is one of the chunk's. The
+// other direction, a one-hot times a table (an embedding's lookup written
+// as a contraction, spmd-vocab-parallel), becomes a loop that adds row
+// idx[t] - first of the table into row t of the result.
 //
 //===----------------------------------------------------------------------===//
 
@@ -419,6 +422,118 @@ LogicalResult scatterRows(linalg::MatmulOp matmul) {
   return success();
 }
 
+/// Rewrites `matmul` (C[t, d] += A[t, v] * W[v, d], A one-hot: an
+/// embedding's lookup written as a contraction, spmd-vocab-parallel) into a
+/// loop over the tokens adding row idx[t] - start of W into row t of C,
+/// tokens whose id is not one of W's rows skipped; fails (leaving it) when
+/// it is not of that form.
+LogicalResult gatherRows(linalg::MatmulOp matmul) {
+  if (!matmul.hasPureTensorSemantics())
+    return failure();
+  SmallVector<AffineMap> maps = matmul.getIndexingMapsArray();
+  MLIRContext *ctx = matmul.getContext();
+  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+             k = getAffineDimExpr(2, ctx);
+  // W read as [row, column], the result written as [token, column].
+  if (maps[1] != AffineMap::get(3, 0, {k, n}, ctx) ||
+      maps[2] != AffineMap::get(3, 0, {m, n}, ctx))
+    return failure();
+  auto oneHotValue = dyn_cast<OpResult>(matmul.getInputs()[0]);
+  if (!oneHotValue)
+    return failure();
+  std::optional<OneHot> oneHot = matchOneHot(oneHotValue);
+  if (!oneHot || oneHot->skip)
+    return failure();
+  // The token loop must be the result's rows, the row loop the contraction.
+  if (maps[0].getResult(oneHot->tokenLoop) != m ||
+      maps[0].getResult(oneHot->rowLoop) != k)
+    return failure();
+
+  Value table = matmul.getInputs()[1], init = matmul.getOutputs()[0];
+  auto tableType = cast<RankedTensorType>(table.getType());
+  auto resultType = cast<RankedTensorType>(init.getType());
+  auto indicesType = dyn_cast<RankedTensorType>(oneHot->indices.getType());
+  Type element = resultType.getElementType();
+  // The table's rows (a rank's chunk of a vocabulary) may be dynamic.
+  if (!resultType.hasStaticShape() || tableType.isDynamicDim(1) ||
+      !indicesType || !indicesType.hasStaticShape() ||
+      !isa<FloatType>(element) || tableType.getElementType() != element ||
+      cast<RankedTensorType>(oneHotValue.getType()).getElementType() !=
+          element ||
+      !indicesType.getElementType().isSignlessInteger() ||
+      resultType.getNumElements() == 0)
+    return failure();
+  int64_t tokens = resultType.getDimSize(0), columns = resultType.getDimSize(1);
+  auto indexType = cast<IntegerType>(indicesType.getElementType());
+  bool offset = !isConstantIntValue(oneHot->start, 0);
+
+  Location loc = matmul.getLoc();
+  OpBuilder b(matmul);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = arith::ConstantIndexOp::create(b, loc, tokens);
+  Value rows = arith::IndexCastOp::create(
+      b, loc, indexType, tensor::DimOp::create(b, loc, table, 0));
+  Value first =
+      offset ? arith::IndexCastOp::create(
+                   b, loc, indexType,
+                   getValueOrCreateConstantIndexOp(b, loc, oneHot->start))
+                   .getResult()
+             : Value();
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{init},
+      [&](OpBuilder &b, Location loc, Value t, ValueRange acc) {
+        SmallVector<Value> at;
+        for (AffineExpr expr : oneHot->indicesMap.getResults())
+          at.push_back(isa<AffineDimExpr>(expr) ? t : zero);
+        Value raw = tensor::ExtractOp::create(b, loc, oneHot->indices, at);
+        Value idx =
+            first ? arith::SubIOp::create(b, loc, raw, first).getResult() : raw;
+        Value low = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::sge, idx,
+            arith::ConstantOp::create(b, loc, IntegerAttr::get(indexType, 0)));
+        Value high =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx, rows);
+        Value ok = arith::AndIOp::create(b, loc, low, high);
+        auto ifOp = scf::IfOp::create(b, loc, TypeRange{resultType}, ok,
+                                      /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), idx);
+          auto rowType = RankedTensorType::get({columns}, element);
+          SmallVector<OpFoldResult> sizes{b.getIndexAttr(1),
+                                          b.getIndexAttr(columns)};
+          SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+          SmallVector<OpFoldResult> dstAt{t, b.getIndexAttr(0)};
+          SmallVector<OpFoldResult> srcAt{row, b.getIndexAttr(0)};
+          Value dst = tensor::ExtractSliceOp::create(b, loc, rowType, acc[0],
+                                                     dstAt, sizes, strides);
+          Value src = tensor::ExtractSliceOp::create(b, loc, rowType, table,
+                                                     srcAt, sizes, strides);
+          AffineMap id = b.getMultiDimIdentityMap(1);
+          auto add = linalg::GenericOp::create(
+              b, loc, TypeRange{rowType}, ValueRange{src}, ValueRange{dst},
+              ArrayRef<AffineMap>{id, id},
+              ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
+              [](OpBuilder &b, Location loc, ValueRange args) {
+                // C + 1 * w, as the matmul adds it.
+                Value sum = arith::AddFOp::create(b, loc, args[1], args[0]);
+                linalg::YieldOp::create(b, loc, sum);
+              });
+          Value updated = tensor::InsertSliceOp::create(
+              b, loc, add.getResult(0), acc[0], dstAt, sizes, strides);
+          scf::YieldOp::create(b, loc, updated);
+          b.setInsertionPointToStart(ifOp.elseBlock());
+          scf::YieldOp::create(b, loc, acc[0]);
+        }
+        scf::YieldOp::create(b, loc, ifOp.getResult(0));
+      });
+  matmul->getResult(0).replaceAllUsesWith(loop.getResult(0));
+  matmul->erase();
+  return success();
+}
+
 /// Erases `op` and then its operands' producers that are left without uses
 /// and have no side effects (the one-hot, its iota).
 void eraseDeadProducers(Operation *op) {
@@ -446,7 +561,8 @@ struct ScatterOneHotContractions
         [&](linalg::MatmulOp matmul) { matmuls.push_back(matmul); });
     for (linalg::MatmulOp matmul : matmuls) {
       Operation *oneHot = matmul.getInputs()[0].getDefiningOp();
-      if (succeeded(scatterRows(matmul)) && oneHot)
+      if ((succeeded(scatterRows(matmul)) || succeeded(gatherRows(matmul))) &&
+          oneHot)
         eraseDeadProducers(oneHot);
     }
   }

@@ -14,7 +14,7 @@
 // logits and the one-hots over the vocabulary are sharded along the
 // classes, the ids and the embedding gradient's rows are whole.
 // CHECK-LABEL: func.func @tied_head
-// CHECK-SAME: (%[[H:.*]]: tensor<8x8xf32> {{.*}}, %[[T:.*]]: tensor<8x1xi64> {{.*}}, %[[G:.*]]: tensor<8x8xf32> {{.*}})
+// CHECK-SAME: (%[[H:.*]]: tensor<8x8xf32> {{.*}}, %[[T:.*]]: tensor<8x1xi64> {{.*}}, %[[G:.*]]: tensor<8x8xf32> {{.*}}, %[[IDS:.*]]: tensor<8xi64> {{.*}})
 // CHECK: %[[HW:.*]] = spmd.redistribute %[[H]] to <@dp, [replicate]> : tensor<8x8xf32>
 // CHECK: %[[W:.*]] = spmd.load @wte
 // CHECK: %[[WHOLE:.*]] = spmd.redistribute %[[W]] to <@dp, [replicate]>
@@ -27,14 +27,26 @@
 // CHECK: spmd.annotate %[[HIT]] to <@dp, [shard<1>]> : tensor<8x64xi1>
 // CHECK: %[[GW:.*]] = spmd.redistribute %[[G]] to <@dp, [replicate]> : tensor<8x8xf32>
 // CHECK: linalg.matmul ins(%{{.*}}, %[[GW]] : tensor<64x8xf32>, tensor<8x8xf32>)
-// The embedding's lookup keeps the whole weight.
-// CHECK: tensor.extract %[[WHOLE]]
+// The embedding's lookup reads the stored rows too: the ids (checked as
+// the lookup checked them) against every position, as floats, times the
+// rows; the gathered weight is left without a reader.
+// CHECK: %[[CHECKED:.*]] = linalg.generic {{.*}} ins(%[[IDS]] : tensor<8xi64>)
+// CHECK: cf.assert {{.*}} "index must be larger or equal to 0"
+// CHECK: cf.assert {{.*}} "index must be smaller than dim size"
+// CHECK: %[[COL:.*]] = tensor.expand_shape %[[CHECKED]] {{.*}} into tensor<8x1xi64>
+// CHECK: %[[CW:.*]] = spmd.redistribute %[[COL]] to <@dp, [replicate]> : tensor<8x1xi64>
+// CHECK: %[[LHIT:.*]] = linalg.generic {{.*}} ins(%[[CW]], %{{.*}} : tensor<8x1xi64>, tensor<1x64xi64>)
+// CHECK: %[[LHITS:.*]] = spmd.annotate %[[LHIT]] to <@dp, [shard<1>]> : tensor<8x64xi1>
+// CHECK: %[[LOH:.*]] = linalg.generic {{.*}} ins(%[[LHITS]] : tensor<8x64xi1>)
+// CHECK: arith.uitofp
+// CHECK: linalg.matmul ins(%[[LOH]], %[[W]] : tensor<8x64xf32>, tensor<64x8xf32>)
+// CHECK-NOT: tensor.extract %[[WHOLE]]
 //
-// Distributed: no collective of the weight's size for the head; the row
-// maximum's partial max and the picked values' partial sum are reduced
-// per token; the gradient is each rank's rows.
+// Distributed: no collective of the weight's size; the row maximum stays a
+// partial max (returned so here); the gradients are each rank's rows.
 // LOCAL-LABEL: func.func @tied_head
 // LOCAL-SAME: -> (tensor<8xf32> {spmd.spec = #spmd.spec<@dp, [partial<max>]>}
+// LOCAL-NOT: -> tensor<64x8xf32>
 // LOCAL: %[[HW:.*]] = spmd.all_gather %{{.*}} gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
 // LOCAL: %[[W:.*]] = spmd.load @wte : tensor<32x8xf32>
 // LOCAL: linalg.transpose ins(%[[W]] : tensor<32x8xf32>)
@@ -46,12 +58,19 @@
 // LOCAL-NOT: spmd.reduce_scatter
 // LOCAL: %[[DW:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<32x8xf32>, tensor<8x8xf32>)
 // LOCAL: spmd.store %[[DW]] to @wte.grad : tensor<32x8xf32>
+// The lookup: each rank's rows' part for every token, summed and
+// scattered back to the batch.
+// LOCAL: %[[PART:.*]] = linalg.matmul ins(%{{.*}}, %[[W]] : tensor<8x32xf32>, tensor<32x8xf32>)
+// LOCAL: spmd.reduce_scatter %[[PART]] on @dp axes = [0] sum scatter_dim = 0 : tensor<8x8xf32> -> tensor<4x8xf32>
+// LOCAL-NOT: -> tensor<64x8xf32>
 spmd.mesh @dp(shape = 2)
 spmd.state @wte : tensor<64x8xf32> role = param spec = <@dp, [shard<0>]>
 spmd.state @wte.grad : tensor<64x8xf32> role = gradient spec = <@dp, [shard<0>]>
 func.func @tied_head(%h: tensor<8x8xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>},
                      %t: tensor<8x1xi64> {spmd.spec = #spmd.spec<@dp, [shard<0>]>},
-                     %g: tensor<8x8xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) -> (tensor<8xf32>, tensor<8x8xf32>) {
+                     %g: tensor<8x8xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>},
+                     %ids: tensor<8xi64> {spmd.spec = #spmd.spec<@dp, [shard<0>]>})
+    -> (tensor<8xf32>, tensor<8x8xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]>}) {
   %zero = arith.constant 0.0 : f32
   %ninf = arith.constant 0xFF800000 : f32
   %w = spmd.load @wte : tensor<64x8xf32>
@@ -97,8 +116,8 @@ func.func @tied_head(%h: tensor<8x8xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]
   %dw = linalg.matmul ins(%oht, %g : tensor<64x8xf32>, tensor<8x8xf32>) outs(%zg : tensor<64x8xf32>) -> tensor<64x8xf32>
   spmd.store %dw to @wte.grad : tensor<64x8xf32>
   %ee = tensor.empty() : tensor<8x8xf32>
-  %emb = linalg.generic {indexing_maps = [#tok, #x], iterator_types = ["parallel", "parallel"]}
-      ins(%t : tensor<8x1xi64>) outs(%ee : tensor<8x8xf32>) {
+  %emb = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, #x], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<8xi64>) outs(%ee : tensor<8x8xf32>) {
   ^bb0(%id: i64, %out: f32):
     %r = arith.index_cast %id : i64 to index
     %c = linalg.index 1 : index
@@ -116,6 +135,7 @@ func.func @tied_head(%h: tensor<8x8xf32> {spmd.spec = #spmd.spec<@dp, [shard<0>]
 // its output is not normalized over its columns, so it stays
 // data-parallel, whatever its size against the tokens'.
 // CHECK-LABEL: func.func @wide_layer
+// LOCAL-LABEL: func.func @wide_layer
 // CHECK-NOT: spmd.annotate
 // CHECK-NOT: spmd.redistribute %arg0
 spmd.mesh @dp(shape = 2)

@@ -28,6 +28,7 @@
 #include "Spmd/Dialect/Spmd/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -200,6 +201,158 @@ bool reducedOverClasses(Value logits) {
   return false;
 }
 
+/// An embedding's lookup of `table`'s rows: a parallel linalg.generic over
+/// [ids..., columns] whose payload yields `tensor.extract %table[index_cast
+/// (id), linalg.index <last>]` (with the importer's bounds asserts). Its ids.
+Value matchLookup(linalg::GenericOp generic, Value table) {
+  if (generic.getNumDpsInputs() != 1 || generic->getNumResults() != 1 ||
+      generic.getNumReductionLoops() != 0 || !generic.hasPureTensorSemantics())
+    return nullptr;
+  Value ids = generic.getDpsInputs()[0];
+  auto idsType = dyn_cast<RankedTensorType>(ids.getType());
+  auto resultType = dyn_cast<RankedTensorType>(generic->getResult(0).getType());
+  if (!idsType || !resultType || !idsType.hasStaticShape() ||
+      !resultType.hasStaticShape() ||
+      !idsType.getElementType().isSignlessInteger() ||
+      resultType.getRank() != idsType.getRank() + 1)
+    return nullptr;
+  unsigned rank = resultType.getRank();
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  if (!maps[1].isIdentity() ||
+      maps[0] != AffineMap::getMultiDimIdentityMap(rank, generic.getContext())
+                     .dropResult(rank - 1))
+    return nullptr;
+  Block *body = generic.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto extract = yield.getOperand(0).getDefiningOp<tensor::ExtractOp>();
+  if (!extract || extract.getTensor() != table || extract.getIndices().size() != 2)
+    return nullptr;
+  auto row = extract.getIndices()[0].getDefiningOp<arith::IndexCastOp>();
+  auto column = extract.getIndices()[1].getDefiningOp<linalg::IndexOp>();
+  if (!row || row.getIn() != body->getArgument(0) || !column ||
+      column.getDim() != rank - 1)
+    return nullptr;
+  return ids;
+}
+
+/// Rewrites lookup `generic` of `whole`'s rows as a one-hot of its ids
+/// (checked against the table's bounds, as the lookup's asserts do)
+/// contracted with `rows` (the table as stored): [ids, 1] == [1, classes],
+/// to floats, times the table, reshaped back. The same values (one row
+/// plus exact zeros per token).
+void lookupAsOneHot(OpBuilder &b, linalg::GenericOp generic, Value ids,
+                    Value rows) {
+  Location loc = generic.getLoc();
+  auto idsType = cast<RankedTensorType>(ids.getType());
+  auto resultType = cast<RankedTensorType>(generic->getResult(0).getType());
+  auto tableType = cast<RankedTensorType>(rows.getType());
+  int64_t classes = tableType.getDimSize(0), columns = tableType.getDimSize(1);
+  int64_t tokens = idsType.getNumElements();
+  Type idType = idsType.getElementType();
+  Type element = resultType.getElementType();
+  MLIRContext *ctx = b.getContext();
+  b.setInsertionPoint(generic);
+
+  // The ids, checked as the lookup checked them.
+  SmallVector<AffineMap> same(2, b.getMultiDimIdentityMap(idsType.getRank()));
+  SmallVector<utils::IteratorType> parallel(idsType.getRank(),
+                                            utils::IteratorType::parallel);
+  auto checked = linalg::GenericOp::create(
+      b, loc, TypeRange{idsType}, ValueRange{ids},
+      ValueRange{tensor::EmptyOp::create(b, loc, idsType.getShape(), idType)
+                     .getResult()},
+      same, parallel, [&](OpBuilder &b, Location loc, ValueRange args) {
+        Value id = args[0];
+        Value low = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::sge, id,
+            arith::ConstantOp::create(b, loc, IntegerAttr::get(idType, 0)));
+        cf::AssertOp::create(b, loc, low, "index must be larger or equal to 0");
+        Value high = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::slt, id,
+            arith::ConstantOp::create(b, loc,
+                                      IntegerAttr::get(idType, classes)));
+        cf::AssertOp::create(b, loc, high, "index must be smaller than dim size");
+        linalg::YieldOp::create(b, loc, id);
+      });
+  // [tokens, 1] ids against [1, classes] positions.
+  Value flat = checked->getResult(0);
+  if (idsType.getRank() != 1) {
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t d = 0; d < idsType.getRank(); ++d)
+      all[0].push_back(d);
+    flat = tensor::CollapseShapeOp::create(b, loc, flat, all);
+  }
+  auto column = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({tokens, 1}, idType), flat,
+      ArrayRef<ReassociationIndices>{{0, 1}});
+  auto iota = linalg::GenericOp::create(
+      b, loc, TypeRange{RankedTensorType::get({classes}, idType)}, ValueRange{},
+      ValueRange{tensor::EmptyOp::create(b, loc, {classes}, idType).getResult()},
+      ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
+      ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
+      [&](OpBuilder &b, Location loc, ValueRange) {
+        Value i = linalg::IndexOp::create(b, loc, 0);
+        linalg::YieldOp::create(
+            b, loc, arith::IndexCastOp::create(b, loc, idType, i).getResult());
+      });
+  auto positions = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({1, classes}, idType), iota->getResult(0),
+      ArrayRef<ReassociationIndices>{{0, 1}});
+  AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx);
+  AffineExpr c0 = getAffineConstantExpr(0, ctx);
+  SmallVector<AffineMap> compareMaps{AffineMap::get(2, 0, {d0, c0}, ctx),
+                                     AffineMap::get(2, 0, {c0, d1}, ctx),
+                                     AffineMap::get(2, 0, {d0, d1}, ctx)};
+  SmallVector<utils::IteratorType> both(2, utils::IteratorType::parallel);
+  auto hitType = RankedTensorType::get({tokens, classes}, b.getI1Type());
+  auto hit = linalg::GenericOp::create(
+      b, loc, TypeRange{hitType}, ValueRange{column, positions},
+      ValueRange{tensor::EmptyOp::create(b, loc, hitType.getShape(),
+                                         b.getI1Type())
+                     .getResult()},
+      compareMaps, both, [&](OpBuilder &b, Location loc, ValueRange args) {
+        linalg::YieldOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, args[0],
+                                  args[1])
+                .getResult());
+      });
+  auto oneHotType = RankedTensorType::get({tokens, classes}, element);
+  SmallVector<AffineMap> identity(2, b.getMultiDimIdentityMap(2));
+  auto oneHot = linalg::GenericOp::create(
+      b, loc, TypeRange{oneHotType}, ValueRange{hit->getResult(0)},
+      ValueRange{
+          tensor::EmptyOp::create(b, loc, oneHotType.getShape(), element)
+              .getResult()},
+      identity, both, [&](OpBuilder &b, Location loc, ValueRange args) {
+        linalg::YieldOp::create(
+            b, loc,
+            arith::UIToFPOp::create(b, loc, element, args[0]).getResult());
+      });
+  auto productType = RankedTensorType::get({tokens, columns}, element);
+  Value zero = linalg::FillOp::create(
+                   b, loc,
+                   ValueRange{arith::ConstantOp::create(
+                       b, loc, b.getZeroAttr(element))},
+                   ValueRange{tensor::EmptyOp::create(
+                                  b, loc, productType.getShape(), element)
+                                  .getResult()})
+                   .getResult(0);
+  Value product = linalg::MatmulOp::create(
+                      b, loc, TypeRange{productType},
+                      ValueRange{oneHot->getResult(0), rows}, ValueRange{zero})
+                      .getResult(0);
+  SmallVector<ReassociationIndices> back(1);
+  for (int64_t d = 0; d < idsType.getRank(); ++d)
+    back[0].push_back(d);
+  back.push_back({idsType.getRank()});
+  Value result = product;
+  if (idsType.getRank() != 1)
+    result = tensor::ExpandShapeOp::create(b, loc, resultType, product, back);
+  generic->getResult(0).replaceAllUsesWith(result);
+  generic->erase();
+}
+
 /// `value`'s spec on `mesh`: every axis `placement`.
 SpecAttr specOf(MLIRContext *ctx, FlatSymbolRefAttr mesh,
                 PlacementAttr placement) {
@@ -290,6 +443,19 @@ struct SpmdVocabParallelPass
           AnnotateOp::create(b, matmul.getLoc(), logits,
                              specOf(ctx, weight.mesh, ShardAttr::get(ctx, 1)));
       logits.replaceAllUsesExcept(byRows.getResult(), byRows);
+
+      // The embedding's lookup of the gathered weight: a one-hot of the
+      // ids times the stored rows, so the weight is never whole (each rank
+      // adds its rows' part; propagation reduce-scatters the sum).
+      if (weight.whole) {
+        SmallVector<std::pair<linalg::GenericOp, Value>> lookups;
+        func.walk([&](linalg::GenericOp generic) {
+          if (Value ids = matchLookup(generic, weight.whole))
+            lookups.push_back({generic, ids});
+        });
+        for (auto &[generic, ids] : lookups)
+          lookupAsOneHot(b, generic, ids, weight.sharded);
+      }
 
       // One-hots over the vocabulary: the whole batch's ids against this
       // rank's rows.

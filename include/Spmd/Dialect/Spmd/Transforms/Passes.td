@@ -544,13 +544,19 @@ def SpmdVocabParallelPass
       (redistributed to replicated) and is annotated sharded along the
       classes;
     - the rows an embedding gradient (`transpose(one-hot) . rows`) adds are
-      redistributed to replicated, so it yields this rank's rows too.
+      redistributed to replicated, so it yields this rank's rows too;
+    - the embedding's lookup of the gathered weight (a generic yielding
+      `tensor.extract %w[index_cast(id), linalg.index]`) becomes a one-hot
+      of its ids (checked against the vocabulary's bounds with the lookup's
+      own assert messages) times the stored rows: each rank adds its rows'
+      part for every token, a partial sum reduce-scattered to the batch.
+      The weight is never gathered whole. (On the CPU the one-hot products
+      run as row gathers and scatters: spmd-scatter-one-hot-contractions.)
 
     Propagation then keeps log_softmax along the vocabulary (its maximum and
     sum become partial: an all-reduce of one number per token) and
     reduce-scatters the hidden state's gradient (a partial sum over the
-    vocabulary) back to the batch's shards. The forward's embedding lookup
-    (a gather from the captured weight) still reads the weight whole.
+    vocabulary) back to the batch's shards.
 
     Unsupported (left alone): meshes of more than one axis, weights with
     dynamic shapes, heads written with `linalg.matmul` indexing maps.
