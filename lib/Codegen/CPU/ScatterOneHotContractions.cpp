@@ -285,25 +285,96 @@ std::optional<OneHot> matchOneHot(OpResult result) {
   return matchCondition(op, cond);
 }
 
-/// Rewrites `matmul` (C[v, d] += A[.., ..] * G[t, d], A one-hot) into a
-/// loop over the tokens; fails (leaving it) when it is not of that form.
-LogicalResult scatterRows(linalg::MatmulOp matmul) {
+/// The one-hot's first row as an integer of the ids' type.
+Value firstRow(OpBuilder &b, Location loc, const OneHot &oneHot,
+               IntegerType type) {
+  return arith::IndexCastOp::create(
+      b, loc, type, getValueOrCreateConstantIndexOp(b, loc, oneHot.start));
+}
+
+/// Token `t`'s id, and its row (the id less `first`, when given).
+std::pair<Value, Value> tokenRow(OpBuilder &b, Location loc,
+                                 const OneHot &oneHot, Value t, Value first) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  SmallVector<Value> at;
+  for (AffineExpr expr : oneHot.indicesMap.getResults())
+    at.push_back(isa<AffineDimExpr>(expr) ? t : zero);
+  Value raw = tensor::ExtractOp::create(b, loc, oneHot.indices, at);
+  Value idx =
+      first ? arith::SubIOp::create(b, loc, raw, first).getResult() : raw;
+  return {raw, idx};
+}
+
+/// `acc` ([rows, columns]) with a row of `from` added into one of its rows
+/// when `ok`, as a matmul adds it (C + 1 * x); `acc` unchanged otherwise.
+/// The integer `idx` is the row of `acc` (a scatter, `idxRowOfAcc`) or of
+/// `from` (a gather); `t` (an index) is the other one.
+Value addRowIf(OpBuilder &b, Location loc, Value ok, Value acc, Value idx,
+               Value from, Value t, bool idxRowOfAcc) {
+  auto accType = cast<RankedTensorType>(acc.getType());
+  int64_t columns = accType.getDimSize(1);
+  auto rowType = RankedTensorType::get({columns}, accType.getElementType());
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{accType}, ok,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), idx);
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(columns)};
+  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> dstAt{idxRowOfAcc ? row : t, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> srcAt{idxRowOfAcc ? t : row, b.getIndexAttr(0)};
+  Value dst = tensor::ExtractSliceOp::create(b, loc, rowType, acc, dstAt, sizes,
+                                             strides);
+  Value src = tensor::ExtractSliceOp::create(b, loc, rowType, from, srcAt,
+                                             sizes, strides);
+  AffineMap id = b.getMultiDimIdentityMap(1);
+  auto add = linalg::GenericOp::create(
+      b, loc, TypeRange{rowType}, ValueRange{src}, ValueRange{dst},
+      ArrayRef<AffineMap>{id, id},
+      ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
+      [](OpBuilder &b, Location loc, ValueRange args) {
+        Value sum = arith::AddFOp::create(b, loc, args[1], args[0]);
+        linalg::YieldOp::create(b, loc, sum);
+      });
+  Value updated = tensor::InsertSliceOp::create(b, loc, add.getResult(0), acc,
+                                                dstAt, sizes, strides);
+  scf::YieldOp::create(b, loc, updated);
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, loc, acc);
+  return ifOp.getResult(0);
+}
+
+/// The one-hot (`oneHotValue`, its generic's result) that `matmul` reads as
+/// A when it reads B as `(k, n)` and writes C as `(m, n)`; A's orientation
+/// is the caller's to check.
+std::optional<OneHot> matchOneHotMatmul(linalg::MatmulOp matmul,
+                                        OpResult &oneHotValue) {
   if (!matmul.hasPureTensorSemantics())
-    return failure();
+    return std::nullopt;
   SmallVector<AffineMap> maps = matmul.getIndexingMapsArray();
   MLIRContext *ctx = matmul.getContext();
   AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
              k = getAffineDimExpr(2, ctx);
-  // G read as [token, column], the result written as [row, column].
   if (maps[1] != AffineMap::get(3, 0, {k, n}, ctx) ||
       maps[2] != AffineMap::get(3, 0, {m, n}, ctx))
-    return failure();
-  auto oneHotValue = dyn_cast<OpResult>(matmul.getInputs()[0]);
+    return std::nullopt;
+  oneHotValue = dyn_cast<OpResult>(matmul.getInputs()[0]);
   if (!oneHotValue)
-    return failure();
-  std::optional<OneHot> oneHot = matchOneHot(oneHotValue);
+    return std::nullopt;
+  return matchOneHot(oneHotValue);
+}
+
+/// Rewrites `matmul` (C[v, d] += A[.., ..] * G[t, d], A one-hot) into a
+/// loop over the tokens; fails (leaving it) when it is not of that form.
+LogicalResult scatterRows(linalg::MatmulOp matmul) {
+  // G read as [token, column], the result written as [row, column].
+  OpResult oneHotValue;
+  std::optional<OneHot> oneHot = matchOneHotMatmul(matmul, oneHotValue);
   if (!oneHot)
     return failure();
+  SmallVector<AffineMap> maps = matmul.getIndexingMapsArray();
+  MLIRContext *ctx = matmul.getContext();
+  AffineExpr m = getAffineDimExpr(0, ctx), k = getAffineDimExpr(2, ctx);
   // A's dimension j is the one-hot generic's loop j (identity output map):
   // the token loop must be the contraction, the row loop the result rows.
   AffineExpr tokenDim = maps[0].getResult(oneHot->tokenLoop);
@@ -328,8 +399,7 @@ LogicalResult scatterRows(linalg::MatmulOp matmul) {
       (resultType.hasStaticShape() && resultType.getNumElements() == 0) ||
       gradType.getNumElements() == 0)
     return failure();
-  int64_t tokens = gradType.getDimSize(0), rows = resultType.getDimSize(0),
-          columns = resultType.getDimSize(1);
+  int64_t tokens = gradType.getDimSize(0), rows = resultType.getDimSize(0);
   auto indexType = cast<IntegerType>(indicesType.getElementType());
   unsigned width = indexType.getWidth();
   bool offset = !isConstantIntValue(oneHot->start, 0);
@@ -349,21 +419,11 @@ LogicalResult scatterRows(linalg::MatmulOp matmul) {
                                        tensor::DimOp::create(b, loc, init, 0))
                 .getResult()
           : Value();
-  Value first =
-      offset ? arith::IndexCastOp::create(
-                   b, loc, indexType,
-                   getValueOrCreateConstantIndexOp(b, loc, oneHot->start))
-                   .getResult()
-             : Value();
+  Value first = offset ? firstRow(b, loc, *oneHot, indexType) : Value();
   auto loop = scf::ForOp::create(
       b, loc, zero, count, one, ValueRange{init},
       [&](OpBuilder &b, Location loc, Value t, ValueRange acc) {
-        SmallVector<Value> at;
-        for (AffineExpr expr : oneHot->indicesMap.getResults())
-          at.push_back(isa<AffineDimExpr>(expr) ? t : zero);
-        Value raw = tensor::ExtractOp::create(b, loc, oneHot->indices, at);
-        Value idx =
-            first ? arith::SubIOp::create(b, loc, raw, first).getResult() : raw;
+        auto [raw, idx] = tokenRow(b, loc, *oneHot, t, first);
         auto intConst = [&](const APInt &value) {
           return arith::ConstantOp::create(
               b, loc,
@@ -383,39 +443,9 @@ LogicalResult scatterRows(linalg::MatmulOp matmul) {
               b, loc, ok,
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, raw,
                                     intConst(*oneHot->skip)));
-        auto ifOp = scf::IfOp::create(b, loc, TypeRange{resultType}, ok,
-                                      /*withElseRegion=*/true);
-        {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(ifOp.thenBlock());
-          Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), idx);
-          auto rowType = RankedTensorType::get({columns}, element);
-          SmallVector<OpFoldResult> sizes{b.getIndexAttr(1),
-                                          b.getIndexAttr(columns)};
-          SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-          SmallVector<OpFoldResult> dstAt{row, b.getIndexAttr(0)};
-          SmallVector<OpFoldResult> srcAt{t, b.getIndexAttr(0)};
-          Value dst = tensor::ExtractSliceOp::create(b, loc, rowType, acc[0],
-                                                     dstAt, sizes, strides);
-          Value src = tensor::ExtractSliceOp::create(b, loc, rowType, grad,
-                                                     srcAt, sizes, strides);
-          AffineMap id = b.getMultiDimIdentityMap(1);
-          auto add = linalg::GenericOp::create(
-              b, loc, TypeRange{rowType}, ValueRange{src}, ValueRange{dst},
-              ArrayRef<AffineMap>{id, id},
-              ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
-              [](OpBuilder &b, Location loc, ValueRange args) {
-                // C + 1 * g, as the matmul adds it.
-                Value sum = arith::AddFOp::create(b, loc, args[1], args[0]);
-                linalg::YieldOp::create(b, loc, sum);
-              });
-          Value updated = tensor::InsertSliceOp::create(
-              b, loc, add.getResult(0), acc[0], dstAt, sizes, strides);
-          scf::YieldOp::create(b, loc, updated);
-          b.setInsertionPointToStart(ifOp.elseBlock());
-          scf::YieldOp::create(b, loc, acc[0]);
-        }
-        scf::YieldOp::create(b, loc, ifOp.getResult(0));
+        scf::YieldOp::create(
+            b, loc,
+            addRowIf(b, loc, ok, acc[0], idx, grad, t, /*idxRowOfAcc=*/true));
       });
   matmul->getResult(0).replaceAllUsesWith(loop.getResult(0));
   matmul->erase();
@@ -428,22 +458,14 @@ LogicalResult scatterRows(linalg::MatmulOp matmul) {
 /// tokens whose id is not one of W's rows skipped; fails (leaving it) when
 /// it is not of that form.
 LogicalResult gatherRows(linalg::MatmulOp matmul) {
-  if (!matmul.hasPureTensorSemantics())
+  // W read as [row, column], the result written as [token, column].
+  OpResult oneHotValue;
+  std::optional<OneHot> oneHot = matchOneHotMatmul(matmul, oneHotValue);
+  if (!oneHot || oneHot->skip)
     return failure();
   SmallVector<AffineMap> maps = matmul.getIndexingMapsArray();
   MLIRContext *ctx = matmul.getContext();
-  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
-             k = getAffineDimExpr(2, ctx);
-  // W read as [row, column], the result written as [token, column].
-  if (maps[1] != AffineMap::get(3, 0, {k, n}, ctx) ||
-      maps[2] != AffineMap::get(3, 0, {m, n}, ctx))
-    return failure();
-  auto oneHotValue = dyn_cast<OpResult>(matmul.getInputs()[0]);
-  if (!oneHotValue)
-    return failure();
-  std::optional<OneHot> oneHot = matchOneHot(oneHotValue);
-  if (!oneHot || oneHot->skip)
-    return failure();
+  AffineExpr m = getAffineDimExpr(0, ctx), k = getAffineDimExpr(2, ctx);
   // The token loop must be the result's rows, the row loop the contraction.
   if (maps[0].getResult(oneHot->tokenLoop) != m ||
       maps[0].getResult(oneHot->rowLoop) != k)
@@ -463,7 +485,7 @@ LogicalResult gatherRows(linalg::MatmulOp matmul) {
       !indicesType.getElementType().isSignlessInteger() ||
       resultType.getNumElements() == 0)
     return failure();
-  int64_t tokens = resultType.getDimSize(0), columns = resultType.getDimSize(1);
+  int64_t tokens = resultType.getDimSize(0);
   auto indexType = cast<IntegerType>(indicesType.getElementType());
   bool offset = !isConstantIntValue(oneHot->start, 0);
 
@@ -474,60 +496,20 @@ LogicalResult gatherRows(linalg::MatmulOp matmul) {
   Value count = arith::ConstantIndexOp::create(b, loc, tokens);
   Value rows = arith::IndexCastOp::create(
       b, loc, indexType, tensor::DimOp::create(b, loc, table, 0));
-  Value first =
-      offset ? arith::IndexCastOp::create(
-                   b, loc, indexType,
-                   getValueOrCreateConstantIndexOp(b, loc, oneHot->start))
-                   .getResult()
-             : Value();
+  Value first = offset ? firstRow(b, loc, *oneHot, indexType) : Value();
   auto loop = scf::ForOp::create(
       b, loc, zero, count, one, ValueRange{init},
       [&](OpBuilder &b, Location loc, Value t, ValueRange acc) {
-        SmallVector<Value> at;
-        for (AffineExpr expr : oneHot->indicesMap.getResults())
-          at.push_back(isa<AffineDimExpr>(expr) ? t : zero);
-        Value raw = tensor::ExtractOp::create(b, loc, oneHot->indices, at);
-        Value idx =
-            first ? arith::SubIOp::create(b, loc, raw, first).getResult() : raw;
+        auto [raw, idx] = tokenRow(b, loc, *oneHot, t, first);
         Value low = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::sge, idx,
             arith::ConstantOp::create(b, loc, IntegerAttr::get(indexType, 0)));
         Value high =
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx, rows);
         Value ok = arith::AndIOp::create(b, loc, low, high);
-        auto ifOp = scf::IfOp::create(b, loc, TypeRange{resultType}, ok,
-                                      /*withElseRegion=*/true);
-        {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(ifOp.thenBlock());
-          Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), idx);
-          auto rowType = RankedTensorType::get({columns}, element);
-          SmallVector<OpFoldResult> sizes{b.getIndexAttr(1),
-                                          b.getIndexAttr(columns)};
-          SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-          SmallVector<OpFoldResult> dstAt{t, b.getIndexAttr(0)};
-          SmallVector<OpFoldResult> srcAt{row, b.getIndexAttr(0)};
-          Value dst = tensor::ExtractSliceOp::create(b, loc, rowType, acc[0],
-                                                     dstAt, sizes, strides);
-          Value src = tensor::ExtractSliceOp::create(b, loc, rowType, table,
-                                                     srcAt, sizes, strides);
-          AffineMap id = b.getMultiDimIdentityMap(1);
-          auto add = linalg::GenericOp::create(
-              b, loc, TypeRange{rowType}, ValueRange{src}, ValueRange{dst},
-              ArrayRef<AffineMap>{id, id},
-              ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
-              [](OpBuilder &b, Location loc, ValueRange args) {
-                // C + 1 * w, as the matmul adds it.
-                Value sum = arith::AddFOp::create(b, loc, args[1], args[0]);
-                linalg::YieldOp::create(b, loc, sum);
-              });
-          Value updated = tensor::InsertSliceOp::create(
-              b, loc, add.getResult(0), acc[0], dstAt, sizes, strides);
-          scf::YieldOp::create(b, loc, updated);
-          b.setInsertionPointToStart(ifOp.elseBlock());
-          scf::YieldOp::create(b, loc, acc[0]);
-        }
-        scf::YieldOp::create(b, loc, ifOp.getResult(0));
+        scf::YieldOp::create(b, loc,
+                             addRowIf(b, loc, ok, acc[0], idx, table, t,
+                                      /*idxRowOfAcc=*/false));
       });
   matmul->getResult(0).replaceAllUsesWith(loop.getResult(0));
   matmul->erase();

@@ -225,7 +225,8 @@ Value matchLookup(linalg::GenericOp generic, Value table) {
   Block *body = generic.getBody();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   auto extract = yield.getOperand(0).getDefiningOp<tensor::ExtractOp>();
-  if (!extract || extract.getTensor() != table || extract.getIndices().size() != 2)
+  if (!extract || extract.getTensor() != table ||
+      extract.getIndices().size() != 2)
     return nullptr;
   auto row = extract.getIndices()[0].getDefiningOp<arith::IndexCastOp>();
   auto column = extract.getIndices()[1].getDefiningOp<linalg::IndexOp>();
@@ -271,7 +272,8 @@ void lookupAsOneHot(OpBuilder &b, linalg::GenericOp generic, Value ids,
             b, loc, arith::CmpIPredicate::slt, id,
             arith::ConstantOp::create(b, loc,
                                       IntegerAttr::get(idType, classes)));
-        cf::AssertOp::create(b, loc, high, "index must be smaller than dim size");
+        cf::AssertOp::create(b, loc, high,
+                             "index must be smaller than dim size");
         linalg::YieldOp::create(b, loc, id);
       });
   // [tokens, 1] ids against [1, classes] positions.
@@ -287,7 +289,8 @@ void lookupAsOneHot(OpBuilder &b, linalg::GenericOp generic, Value ids,
       ArrayRef<ReassociationIndices>{{0, 1}});
   auto iota = linalg::GenericOp::create(
       b, loc, TypeRange{RankedTensorType::get({classes}, idType)}, ValueRange{},
-      ValueRange{tensor::EmptyOp::create(b, loc, {classes}, idType).getResult()},
+      ValueRange{
+          tensor::EmptyOp::create(b, loc, {classes}, idType).getResult()},
       ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
       ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
       [&](OpBuilder &b, Location loc, ValueRange) {
@@ -307,37 +310,36 @@ void lookupAsOneHot(OpBuilder &b, linalg::GenericOp generic, Value ids,
   auto hitType = RankedTensorType::get({tokens, classes}, b.getI1Type());
   auto hit = linalg::GenericOp::create(
       b, loc, TypeRange{hitType}, ValueRange{column, positions},
-      ValueRange{tensor::EmptyOp::create(b, loc, hitType.getShape(),
-                                         b.getI1Type())
-                     .getResult()},
+      ValueRange{
+          tensor::EmptyOp::create(b, loc, hitType.getShape(), b.getI1Type())
+              .getResult()},
       compareMaps, both, [&](OpBuilder &b, Location loc, ValueRange args) {
-        linalg::YieldOp::create(
-            b, loc,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, args[0],
-                                  args[1])
-                .getResult());
+        linalg::YieldOp::create(b, loc,
+                                arith::CmpIOp::create(b, loc,
+                                                      arith::CmpIPredicate::eq,
+                                                      args[0], args[1])
+                                    .getResult());
       });
   auto oneHotType = RankedTensorType::get({tokens, classes}, element);
   SmallVector<AffineMap> identity(2, b.getMultiDimIdentityMap(2));
   auto oneHot = linalg::GenericOp::create(
       b, loc, TypeRange{oneHotType}, ValueRange{hit->getResult(0)},
-      ValueRange{
-          tensor::EmptyOp::create(b, loc, oneHotType.getShape(), element)
-              .getResult()},
+      ValueRange{tensor::EmptyOp::create(b, loc, oneHotType.getShape(), element)
+                     .getResult()},
       identity, both, [&](OpBuilder &b, Location loc, ValueRange args) {
         linalg::YieldOp::create(
             b, loc,
             arith::UIToFPOp::create(b, loc, element, args[0]).getResult());
       });
   auto productType = RankedTensorType::get({tokens, columns}, element);
-  Value zero = linalg::FillOp::create(
-                   b, loc,
-                   ValueRange{arith::ConstantOp::create(
-                       b, loc, b.getZeroAttr(element))},
-                   ValueRange{tensor::EmptyOp::create(
-                                  b, loc, productType.getShape(), element)
-                                  .getResult()})
-                   .getResult(0);
+  Value zero =
+      linalg::FillOp::create(
+          b, loc,
+          ValueRange{arith::ConstantOp::create(b, loc, b.getZeroAttr(element))},
+          ValueRange{
+              tensor::EmptyOp::create(b, loc, productType.getShape(), element)
+                  .getResult()})
+          .getResult(0);
   Value product = linalg::MatmulOp::create(
                       b, loc, TypeRange{productType},
                       ValueRange{oneHot->getResult(0), rows}, ValueRange{zero})
