@@ -425,7 +425,7 @@ struct SpmdVocabParallelPass
     for (auto &[matmul, weight] : heads) {
       auto replicated = specOf(ctx, weight.mesh, ReplicateAttr::get(ctx));
       // The head and the hidden state's gradient read the rows as stored
-      // (the embedding's lookup still reads the gathered weight).
+      // (the embedding's lookup is rewritten below).
       if (weight.whole)
         weight.whole.replaceUsesWithIf(weight.sharded, [](OpOperand &use) {
           return isa<linalg::MatmulOp, linalg::TransposeOp>(use.getOwner());
@@ -464,6 +464,10 @@ struct SpmdVocabParallelPass
       llvm::SetVector<Value> oneHots;
       SmallVector<std::pair<linalg::GenericOp, OneHot>> found;
       func.walk([&](linalg::GenericOp generic) {
+        // Once per one-hot (another head over the same vocabulary may have
+        // annotated it already).
+        if (llvm::any_of(generic->getUsers(), llvm::IsaPred<AnnotateOp>))
+          return;
         if (std::optional<OneHot> oneHot = matchOneHot(generic, weight.rows))
           found.push_back({generic, *oneHot});
       });
