@@ -91,6 +91,59 @@ bool hasReduceWithoutOperands(llvm::StringRef text) {
   return false;
 }
 
+/// Drops from `text` what follows `open` up to its matching `close`
+/// (nesting counted); empty when it is not closed.
+llvm::StringRef skipBalanced(llvm::StringRef text, char open, char close) {
+  unsigned depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == open)
+      ++depth;
+    else if (text[i] == close && depth > 0 && --depth == 0)
+      return text.drop_front(i + 1);
+  }
+  return {};
+}
+
+/// Drops the `name = value` attributes that some linalg ops' custom forms
+/// take between the op name and the properties `<...>` (`indexing_maps =
+/// [...]` on matmul, contract and elementwise, `kind = #linalg.x<...>` on
+/// elementwise), so the `<` check below sees what the structured ops'
+/// common parser sees. Stops at the first thing that is not such a pair.
+llvm::StringRef skipLeadingAttributes(llvm::StringRef text) {
+  for (;;) {
+    text = text.ltrim(kMlirWhitespace);
+    llvm::StringRef rest = text;
+    size_t key = 0;
+    while (key < rest.size() &&
+           (std::isalnum(static_cast<unsigned char>(rest[key])) ||
+            rest[key] == '_'))
+      ++key;
+    if (key == 0)
+      return text;
+    rest = rest.drop_front(key).ltrim(kMlirWhitespace);
+    if (!rest.consume_front("="))
+      return text;
+    rest = rest.ltrim(kMlirWhitespace);
+    if (rest.starts_with("[")) {
+      rest = skipBalanced(rest, '[', ']');
+    } else if (rest.consume_front("#")) {
+      size_t id = 0;
+      while (id < rest.size() &&
+             (std::isalnum(static_cast<unsigned char>(rest[id])) ||
+              rest[id] == '_' || rest[id] == '.' || rest[id] == '$'))
+        ++id;
+      rest = rest.drop_front(id);
+      if (rest.starts_with("<"))
+        rest = skipBalanced(rest, '<', '>');
+    } else {
+      return text;
+    }
+    if (rest.empty())
+      return text;
+    text = rest;
+  }
+}
+
 /// Whether `text` has the shape of an input that crashes upstream MLIR 22
 /// itself (mlir-opt too), not spmd:
 ///  - a dense array of `index` elements (`array<index: ...>`);
@@ -99,8 +152,9 @@ bool hasReduceWithoutOperands(llvm::StringRef text) {
 ///    linalg.transpose and linalg.broadcast use the attribute even when
 ///    parsing it failed (`[0`, `[0,]`, `[a]`, an integer that does not fit
 ///    in 64 bits, `permutation` then a NUL);
-///  - a linalg op's custom form with `<X>` after its name where X is not a
-///    dictionary (`linalg.matmul <f32>`): the structured ops' common parser
+///  - a linalg op's custom form with `<X>` after its name (or after the
+///    `indexing_maps = [...]` / `kind = #...` it takes first) where X is not
+///    a dictionary (`linalg.matmul <f32>`): the structured ops' common parser
 ///    takes X as the properties dictionary without checking (a wild
 ///    NamedAttrList under ASan; "region expects 3 args" by luck without);
 ///  - a `linalg.reduce` with neither inputs nor inits (custom form without
@@ -119,7 +173,7 @@ bool isKnownUpstreamCrash(llvm::StringRef text) {
            (std::isalnum(static_cast<unsigned char>(rest[name])) ||
             rest[name] == '_' || rest[name] == '.'))
       ++name;
-    rest = rest.drop_front(name).ltrim(kMlirWhitespace);
+    rest = skipLeadingAttributes(rest.drop_front(name));
     if (rest.consume_front("<") &&
         !rest.ltrim(kMlirWhitespace).starts_with("{"))
       return true;

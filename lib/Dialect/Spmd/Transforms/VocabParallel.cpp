@@ -422,7 +422,9 @@ struct SpmdVocabParallelPass
       heads.push_back({matmul, *weight});
     });
 
-    for (auto &[matmul, weight] : heads) {
+    for (Head &head : heads) {
+      linalg::MatmulOp matmul = head.matmul;
+      RowShardedWeight &weight = head.weight;
       auto replicated = specOf(ctx, weight.mesh, ReplicateAttr::get(ctx));
       // The head and the hidden state's gradient read the rows as stored
       // (the embedding's lookup is rewritten below).
