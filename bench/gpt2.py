@@ -201,6 +201,10 @@ def worker(args):
     import_done = time.perf_counter()
     world, rank = 1, 0
     model = gpt2(layers=args.layers, heads=args.heads, dim=args.dim)
+    # One repeated block's parameters, whole (before any sharding): what a
+    # gathered block holds; issue #42's transient target counts two.
+    block_bytes = sum(p.numel() * p.element_size()
+                      for p in model.transformer.h[0].parameters())
     step = train_step
     if mode.startswith("spmd"):
         import spmd
@@ -248,6 +252,10 @@ def worker(args):
                   threads=torch.get_num_threads())
     if mode.startswith("spmd"):
         result["phases"] = step.compile_times
+        stats = spmd.memory_stats()
+        result["plan"] = {k: stats.get(f"planned_{k}_bytes") for k in (
+            "transient_peak", "activations", "gradients", "communication")}
+        result["block_bytes"] = block_bytes
     with open(f"{args.out}.{rank}", "w") as f:
         json.dump(result, f)
 
@@ -400,9 +408,23 @@ def table(args, runs, gflops, title):
                   f"load): cold {slow(runs[mode], 'first') - step:.1f} s"
                   + (f", cached {slow(cached, 'first') - step:.1f} s"
                      if cached else ""))
-            phases = runs[mode][0].get("phases", {})
-            print(f"{NAMES[mode]} first call by phase (rank 0, s): "
-                  + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()))
+            plan = runs[mode][0].get("plan") or {}
+            if plan.get("transient_peak") is not None:
+                block = runs[mode][0]["block_bytes"]
+                target = (plan["activations"] + 2 * block) * 1.1
+                print(f"{NAMES[mode]} memory plan (rank 0, MB): transient "
+                      f"peak {plan['transient_peak'] / 1e6:.1f} = "
+                      f"activations {plan['activations'] / 1e6:.1f}, "
+                      f"gradients {plan['gradients'] / 1e6:.1f}, "
+                      f"communication {plan['communication'] / 1e6:.1f}; "
+                      f"(activations + two gathered blocks of "
+                      f"{block / 1e6:.1f}) x 1.1 = {target / 1e6:.1f}")
+            for what, rs in (("", runs[mode]), ("cached ", cached)):
+                phases = (rs or [{}])[0].get("phases", {})
+                if phases:
+                    print(f"{NAMES[mode]} {what}first call by phase (rank "
+                          "0, s): " + ", ".join(f"{k} {v:.1f}"
+                                               for k, v in phases.items()))
     return t
 
 

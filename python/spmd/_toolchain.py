@@ -81,9 +81,12 @@ def pipeline(passes: str = "", bucket_bytes: int = 25 * 1024 * 1024,
         first = min(bucket_bytes, 1024 * 1024)
         local += (f", spmd-bucket-collectives{{bucket-bytes={bucket_bytes} "
                   f"first-bucket-bytes={first}}}")
-    # Whole gradients alive at once: two reductions' worth at most
-    # (SPMD_MAX_IN_FLIGHT; 0: as many as overlap leaves).
-    in_flight = os.environ.get("SPMD_MAX_IN_FLIGHT", "2")
+    # Whole gradients alive at once: one reduction's worth (SPMD_MAX_IN_FLIGHT;
+    # 0: as many as overlap leaves). One, not the pass's default of two: on
+    # GPT-2 124M it is the same step (2 ranks replicate 3.92 -> 3.33 s,
+    # fully_shard 3.19 -> 3.32; 4 ranks fully_shard 3.92 -> 3.75-3.79 s) at
+    # a smaller peak (4 ranks fully_shard 1520 -> 1455 MiB per rank).
+    in_flight = os.environ.get("SPMD_MAX_IN_FLIGHT", "1")
     local += f", spmd-bound-reductions-in-flight{{max-in-flight={in_flight}}}"
     # A large vocabulary stored by rows (fully_shard's tied wte) keeps its
     # rows: the tokens are gathered instead (fires on nothing else;
