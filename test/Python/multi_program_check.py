@@ -7,6 +7,7 @@ must not meet the first model's). Parameters, optimizer state and every
 returned value must match eager training within 1e-5.
 """
 
+import copy
 import sys
 
 import torch
@@ -36,8 +37,43 @@ def evaluate(model, x):
     return model(x).argmax(1).float()
 
 
+def adoptions_check():
+    """How often a program copies the model's and optimizer's values into
+    its buffers: once when it is built (not again in the call that built
+    it, although AdamW's state is absent until that call publishes it),
+    never on later calls, once after a checkpoint is loaded."""
+    from spmd import _executable
+    count = [0]
+    adopt = _executable.Executable._adopt_state
+
+    def counted(self, *args, **kwargs):
+        count[0] += 1
+        return adopt(self, *args, **kwargs)
+
+    _executable.Executable._adopt_state = counted
+    try:
+        torch.manual_seed(3)
+        model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+        opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+        step = spmd.compile()(train)
+        x, y = torch.randn(4, 4), torch.randint(0, 3, (4,))
+        seen = []
+        for _ in range(3):
+            step(model, opt, x, y)
+            seen.append(count[0])
+        opt.load_state_dict(copy.deepcopy(opt.state_dict()))
+        step(model, opt, x, y)
+        seen.append(count[0])
+    finally:
+        _executable.Executable._adopt_state = adopt
+    return seen
+
+
 def main():
     rank, world = spmd.rank(), spmd.world_size()
+    seen = adoptions_check()
+    if rank == 0:
+        print(f"adoptions after calls 1-3 and a loaded checkpoint: {seen}")
     compiled_train = spmd.compile()(train)
     compiled_eval = spmd.compile()(evaluate)
     a, opt_a = make(0, 8)
