@@ -53,6 +53,9 @@ MODES = ["eager", "ddp", "fsdp2", "compile-ddp", "spmd-replicate",
          "spmd-fully_shard"]
 # Activation-checkpointed variants (every block recomputed in the
 # backward), run only when named in --modes.
+# spmd.Auto, and the hand-written strategy it also weighs that no other
+# mode runs (fully_shard without reshard_after_forward); run when named.
+AUTO_MODES = ["spmd-auto", "spmd-fully_shard_keep"]
 AC_MODES = ["fsdp2+ac", "spmd-replicate+ac", "spmd-fully_shard+ac",
             "spmd-fully_shard+sac"]
 # GPT-2 sizes: blocks, heads, width, the modes run by default.
@@ -68,7 +71,10 @@ NAMES = {"eager": "eager, 1 process, whole batch", "ddp": "DDP (gloo)",
          "fsdp2+ac": "FSDP2, every block checkpointed",
          "spmd-replicate+ac": "spmd replicate, activation_checkpointing",
          "spmd-fully_shard+ac": "spmd fully_shard, activation_checkpointing",
-         "spmd-fully_shard+sac": "spmd fully_shard, selective checkpointing"}
+         "spmd-fully_shard+sac": "spmd fully_shard, selective checkpointing",
+         "spmd-auto": "spmd.Auto",
+         "spmd-fully_shard_keep":
+             "spmd fully_shard, reshard_after_forward=False"}
 
 
 def gpt2(layers=12, heads=12, dim=768, vocab=50257, block=1024):
@@ -211,8 +217,16 @@ def worker(args):
         world, rank = spmd.world_size(), spmd.rank()
         style, _, ac = mode.split("-", 1)[1].replace(
             "-cached", "").partition("+")
+        if style == "auto":
+            limit = args.memory_limit and int(args.memory_limit * 2**20)
+            parallel = spmd.Auto(memory_limit=limit)
+        elif style == "fully_shard_keep":
+            parallel = spmd.DataParallel("fully_shard",
+                                         reshard_after_forward=False)
+        else:
+            parallel = spmd.DataParallel(style)
         step = spmd.compile(
-            parallel_mode=spmd.DataParallel(style),
+            parallel_mode=parallel,
             activation_checkpointing={"": False, "ac": "full",
                                       "sac": "selective"}[ac])(train_step)
         opt = adamw(model)
@@ -256,6 +270,13 @@ def worker(args):
         result["plan"] = {k: stats.get(f"planned_{k}_bytes") for k in (
             "transient_peak", "activations", "gradients", "communication")}
         result["block_bytes"] = block_bytes
+        if step.auto_plan is not None:
+            plan = step.auto_plan
+            result["auto"] = dict(
+                chosen=plan.chosen.name, limit=plan.limit,
+                seconds=plan.seconds, modeled={
+                    c.name: dict(step=c.step_s, peak=c.peak, fits=c.fits)
+                    for c in plan.candidates})
     with open(f"{args.out}.{rank}", "w") as f:
         json.dump(result, f)
 
@@ -280,6 +301,8 @@ def launch(mode, args, tmp, env, tag=""):
            "--steps", str(args.steps), "--layers", str(args.layers),
            "--heads", str(args.heads), "--dim", str(args.dim),
            "--out", out]
+    if args.memory_limit:
+        cmd += ["--memory-limit", str(args.memory_limit)]
     ranks = 1 if mode == "eager" else args.ranks
     if mode in TORCHRUN:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -358,6 +381,57 @@ def global_loss(rs) -> float:
     return statistics.mean(r["loss"] for r in rs)
 
 
+# spmd.Auto's candidates by the bench mode that runs each by hand.
+AUTO_CANDIDATES = {
+    "DataParallel('replicate')": "spmd-replicate",
+    "DataParallel('fully_shard')": "spmd-fully_shard",
+    "DataParallel('fully_shard', reshard_after_forward=False)":
+        "spmd-fully_shard_keep"}
+
+
+def spearman(a, b) -> float:
+    """Rank correlation of two equally long lists (no ties expected)."""
+    rank = lambda v: {x: i for i, x in enumerate(sorted(v))}  # noqa: E731
+    ra, rb = rank(a), rank(b)
+    n = len(a)
+    if n < 2:
+        return float("nan")
+    d2 = sum((ra[x] - rb[y]) ** 2 for x, y in zip(a, b))
+    return 1 - 6 * d2 / (n * (n * n - 1))
+
+
+def auto_report(runs, t):
+    """spmd.Auto's choice against the hand-written strategies measured in
+    this run: its step / the best that fits, and how the model ranks them."""
+    auto = runs.get("spmd-auto")
+    if not auto or "auto" not in auto[0]:
+        return
+    plan = auto[0]["auto"]
+    print(f"spmd.Auto chose {plan['chosen']} in {plan['seconds']:.1f} s "
+          f"(limit {plan['limit'] / 2**20:,.0f} MiB per rank); modeled "
+          "against measured step, s:")
+    modeled, measured = [], []
+    for name, m in plan["modeled"].items():
+        mode = AUTO_CANDIDATES.get(name)
+        got = t.get(mode)
+        peak = "-" if m["peak"] is None else f"{m['peak'] / 2**20:,.0f} MiB"
+        print(f"  {name}: modeled {m['step']:.2f}, measured "
+              + (f"{got:.2f}" if got else "(not run)")
+              + f", planned peak {peak}"
+              + ("" if m["fits"] else " (over the limit)"))
+        if got:
+            modeled.append(m["step"])
+            measured.append(got)
+    fitting = [t[AUTO_CANDIDATES[n]] for n, m in plan["modeled"].items()
+               if m["fits"] and AUTO_CANDIDATES.get(n) in t]
+    if fitting:
+        print(f"  spmd.Auto's step / the best hand-written one that fits: "
+              f"{t['spmd-auto'] / min(fitting):.2f} (target <= 1.10)")
+    if len(modeled) >= 2:
+        print(f"  rank correlation, modeled against measured: "
+              f"{spearman(modeled, measured):.2f} over {len(modeled)}")
+
+
 def table(args, runs, gflops, title):
     slow = lambda rs, k: max(r[k] for r in rs)  # noqa: E731
     eager = runs.get("eager")
@@ -366,7 +440,7 @@ def table(args, runs, gflops, title):
     print("| mode | first call s | cached first call s | step s (median) "
           "| tokens/s | peak RSS MiB per rank | threads | loss - eager |")
     print("|---|---|---|---|---|---|---|---|")
-    for mode in [m for m in MODES + AC_MODES if m in runs]:
+    for mode in [m for m in MODES + AC_MODES + AUTO_MODES if m in runs]:
         rs = runs[mode]
         if rs is None:
             print(f"| {NAMES[mode]} | failed | | | | | | |")
@@ -400,7 +474,9 @@ def table(args, runs, gflops, title):
         ratios.append("spmd replicate / floor "
                       f"{t['spmd-replicate'] / floor:.2f}")
     print("ratios: " + "; ".join(ratios))
-    for mode in [m for m in MODES + AC_MODES if m.startswith("spmd")]:
+    auto_report(runs, t)
+    for mode in [m for m in MODES + AC_MODES + AUTO_MODES
+                 if m.startswith("spmd")]:
         if runs.get(mode):
             step = slow(runs[mode], "median")
             cached = runs.get(mode + "-cached")
@@ -443,6 +519,8 @@ def main():
     ap.add_argument("--heads", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--dim", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--load", action="store_true")
+    ap.add_argument("--memory-limit", type=float,
+                    help="spmd-auto's memory limit, MiB per rank")
     ap.add_argument("--depth", default="",
                     help="comma-separated layer counts: spmd replicate's "
                     "cold and cached first call for each")
@@ -458,10 +536,10 @@ def main():
         worker(args)
         return
     modes = [m for m in (args.modes or size["modes"]).split(",") if m]
-    unknown = [m for m in modes if m not in MODES + AC_MODES]
+    unknown = [m for m in modes if m not in MODES + AC_MODES + AUTO_MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}: choose from "
-                 f"{', '.join(MODES + AC_MODES)}")
+                 f"{', '.join(MODES + AC_MODES + AUTO_MODES)}")
     gflops = sgemm_gflops()
     print(f"GPT-2 ({args.layers} layers, d={args.dim}, {args.heads} heads, "
           f"vocabulary 50257, "

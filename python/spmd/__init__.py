@@ -18,8 +18,8 @@ through torch-mlir, distributes it with spmd-opt over the MPI ranks, compiles
 it and caches the result; later calls with the same shapes run it.
 """
 
-from .api import (ColwiseParallel, DataParallel, Override, RowwiseParallel,
-                  TensorParallel, compile, run_passes)
+from .api import (Auto, ColwiseParallel, DataParallel, Override,
+                  RowwiseParallel, TensorParallel, compile, run_passes)
 from ._explain import Explanation, explain
 from ._profile import profile
 from .placement import Placement, Replicate, Shard, override_placement
@@ -36,5 +36,5 @@ __all__ = [
     "CompileError", "rank", "world_size", "explain", "Explanation",
     "memory_stats", "reset_peak_memory_stats", "profile", "full_state_dict",
     "sharded_state_dict", "load_sharded_state_dict",
-    "TensorParallel", "ColwiseParallel", "RowwiseParallel",
+    "TensorParallel", "ColwiseParallel", "RowwiseParallel", "Auto",
 ]

@@ -43,6 +43,8 @@ class Explanation:
     # "transient_peak" and its "activations", "whole_gradients",
     # "communication"; "peak" (state + transient) and the "limit".
     memory: Dict[str, int] = field(default_factory=dict)
+    # spmd.Auto's choice (_auto.AutoPlan), None for a strategy given by hand.
+    auto: object = None
 
     def collectives_of(self, name: str) -> List[dict]:
         """The collectives whose results reach state `name`."""
@@ -102,6 +104,8 @@ class Explanation:
                 f"at its peak (activations {mib(m['activations'])}, whole "
                 f"gradients {mib(m['whole_gradients'])}, communication "
                 f"{mib(m['communication'])})")
+        if self.auto is not None:
+            lines.append(str(self.auto))
         lines.append("compile phases (s): " + ", ".join(
             f"{k} {v:.2f}" for k, v in self.compile_times.items()))
         for stage, path in self.stages.items():
@@ -146,7 +150,10 @@ def explain(step, *args, **kwargs) -> Explanation:
     log = _progress.CompileLog(getattr(step.fn, "__name__", "step"),
                                _runtime.rank())
     with _progress.compiling(log):
+        if step.auto is not None and step.auto_plan is None:
+            step._choose(args, kwargs)
         _, program = step._trace(args, kwargs)
+        step._traces = step._index = None
         pipeline = step.pipeline()
         dump = os.environ.get("SPMD_DUMP")
         where = Path(dump) if dump else Path(
@@ -187,7 +194,7 @@ def explain(step, *args, **kwargs) -> Explanation:
         compile_times=log.as_dict(),
         stages={"global program": str(where / "global.mlir"),
                 "local program": str(where / "local.mlir")},
-        memory=memory)
+        memory=memory, auto=step.auto_plan)
     if _runtime.rank() == 0:
         print(result, flush=True)
     return result

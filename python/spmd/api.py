@@ -12,9 +12,9 @@ import torch
 from torch.nn.utils._named_member_accessor import NamedMemberAccessor
 from torch.utils import _pytree as pytree
 
-from . import (_checkpointing, _device, _import_cache, _optimizer, _profile,
-               _program, _program_cache, _progress, _runtime, _sharding,
-               _toolchain, _trace)
+from . import (_auto, _checkpointing, _device, _import_cache, _optimizer,
+               _profile, _program, _program_cache, _progress, _runtime,
+               _sharding, _toolchain, _trace)
 from ._errors import UnsupportedError
 from ._executable import Executable
 from .placement import Placement, Shard
@@ -151,6 +151,45 @@ class TensorParallel:
     @property
     def parallel_style(self):
         return self.data_parallel.parallel_style
+
+
+@dataclass(frozen=True)
+class Auto:
+    """The compiler chooses the step's parallelism (python/spmd/_auto.py):
+    at the first call rank 0 builds the step for every candidate strategy
+    (DataParallel "replicate", "fully_shard", and "fully_shard" without
+    reshard_after_forward), plans each one's memory and models its step
+    time from measured figures (this machine's sgemm rate and memory
+    bandwidth, this job's collective latency and bandwidth per kind), and
+    every rank runs the fastest one whose planned peak fits `memory_limit`
+    (bytes per rank; default SPMD_MEMORY_LIMIT, else this machine's memory
+    over the ranks on it). `spmd.explain` and `step.auto_plan` give the
+    choice, its modeled step and peak, and the runners-up. None fitting is
+    a MemoryError naming each candidate's peak.
+
+    mesh: only the one-axis mesh of every rank (None) is searched today;
+    tensor-parallel plans are not. input_batch_dim, inputs, bucket_cap_mb:
+    as DataParallel's, for every candidate."""
+    memory_limit: Optional[int] = None
+    mesh: Optional[tuple] = None
+    input_batch_dim: int = 0
+    inputs: Optional[Placement] = None
+    bucket_cap_mb: float = 25.0
+
+    def __post_init__(self):
+        if self.memory_limit is not None and (
+                not isinstance(self.memory_limit, int)
+                or isinstance(self.memory_limit, bool)
+                or self.memory_limit <= 0):
+            raise ValueError("Auto(memory_limit=...) is a positive number "
+                             f"of bytes or None, got {self.memory_limit!r}")
+        if self.mesh is not None and (
+                not isinstance(self.mesh, (tuple, list)) or not all(
+                    isinstance(n, int) and n >= 1 for n in self.mesh)):
+            raise ValueError("Auto(mesh=...) is a tuple of axis sizes or "
+                             f"None, got {self.mesh!r}")
+        if self.input_batch_dim < 0:
+            raise ValueError("Auto(input_batch_dim=...) must be >= 0")
 
 
 def _layouts(parallel, model, world):
@@ -334,15 +373,36 @@ class CompiledStep:
         self.random = None
         self.overrides = list(module_override or [])
         self.passes = passes
-        self.parallel = parallel or DataParallel()
-        self.data_parallel = parallel.data_parallel if isinstance(
-            parallel, TensorParallel) else self.parallel
+        # spmd.Auto: the strategy is chosen at the first call (_choose);
+        # until then the step is set up as its first candidate.
+        self.auto = parallel if isinstance(parallel, Auto) else None
+        self.auto_plan = None
+        # (world_dp, placement) -> (traced, imported) while Auto weighs its
+        # candidates and compiles the chosen one: one make_fx for them all.
+        self._traces = None
+        self._index = None
+        self._use(DataParallel() if parallel is None or self.auto else
+                  parallel)
         self.style = None
         self.cache = {}
         self.replaced = set()
         # {phase: seconds} of the last compile (also on each Executable).
         self.compile_times = {}
         functools.update_wrapper(self, fn)
+
+    def _use(self, parallel):
+        """Compiles with `parallel` (a DataParallel or TensorParallel)."""
+        self.parallel = parallel
+        self.data_parallel = parallel.data_parallel if isinstance(
+            parallel, TensorParallel) else parallel
+
+    def _choose(self, args, kwargs):
+        """spmd.Auto's choice for these arguments (every rank)."""
+        self._traces = {}
+        self._index = next(_PROGRAMS)
+        self.auto_plan = _auto.choose(self, args, kwargs)
+        if _runtime.rank() == 0:
+            _progress.note(str(self.auto_plan))
 
     def pipeline(self) -> str:
         """The spmd-opt pipeline from the global program to the local one."""
@@ -379,6 +439,8 @@ class CompiledStep:
         return executable
 
     def _compile_logged(self, args, kwargs):
+        if self.auto is not None and self.auto_plan is None:
+            self._choose(args, kwargs)
         # Every rank traces; an error on any rank stops all of them (and is
         # printed once) before rank 0 starts building.
         program, error = None, None
@@ -420,7 +482,9 @@ class CompiledStep:
         world_dp = 1 if data_axis is None else mesh[data_axis]
         placement = self.data_parallel.input_placement
         prefix = _model_prefix(model) if model is not None else ""
-        index = next(_PROGRAMS)
+        # Auto's candidates and its choice share one index (every rank
+        # takes one per compiled program, whatever rank 0 weighed).
+        index = self._index if self._index is not None else next(_PROGRAMS)
         # The program cache (_program_cache.py): not for steps whose program
         # text a user's override rewrites (its code is not in the key).
         ctx = recorder = None
@@ -436,13 +500,20 @@ class CompiledStep:
             if found is not None:
                 return found
             recorder = _program_cache.Recorder(ctx)
-        with _progress.phase("trace (make_fx)"):
-            traced = _trace.trace(self.fn, args, kwargs, world_dp, placement,
-                                  observe=recorder and recorder.observe,
-                                  checkpointing=self.checkpointing)
-        with _progress.phase("import (torch-mlir)"):
-            imported = _import_cache.import_graph(traced.graph,
-                                                  _program.CALLEE)
+        shared = (world_dp, repr(placement))
+        if self._traces is not None and shared in self._traces:
+            traced, imported = self._traces[shared]
+        else:
+            with _progress.phase("trace (make_fx)"):
+                traced = _trace.trace(self.fn, args, kwargs, world_dp,
+                                      placement, observe=recorder and
+                                      recorder.observe,
+                                      checkpointing=self.checkpointing)
+            with _progress.phase("import (torch-mlir)"):
+                imported = _import_cache.import_graph(traced.graph,
+                                                      _program.CALLEE)
+            if self._traces is not None:
+                self._traces[shared] = (traced, imported)
         with _progress.phase("global program"):
             program = _program.build(traced, imported, world, prefix=prefix,
                                      index=index, mesh=mesh,
@@ -537,6 +608,7 @@ class CompiledStep:
         if executable is None:
             executable = self._compile(args, kwargs)
             self.cache[key] = executable
+            self._traces = self._index = None
         tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
         _profile.from_environment()
         with torch.profiler.record_function("spmd.step"), _profile.step(), \
@@ -585,9 +657,10 @@ def compile(module_override: Optional[List[Override]] = None,
                         "parallel=, not both")
     mode = parallel_mode if parallel_mode is not None else parallel
     if mode is not None and not isinstance(mode, (DataParallel,
-                                                  TensorParallel)):
+                                                  TensorParallel, Auto)):
         raise TypeError("spmd.compile: parallel_mode must be an "
-                        "spmd.DataParallel or spmd.TensorParallel, got "
+                        "spmd.DataParallel, spmd.TensorParallel or "
+                        "spmd.Auto, got "
                         f"{type(mode).__name__}")
 
     checkpointing = _checkpointing.check_policy(activation_checkpointing)

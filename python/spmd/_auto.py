@@ -1,0 +1,387 @@
+"""spmd.Auto: the compiler chooses the data-parallel strategy of a step.
+
+For the step's first call, rank 0 builds the step's global program once per
+candidate strategy (the trace is shared: make_fx runs once), distributes it
+and lowers it as its build would (spmd-opt only, no LLVM), and reads off
+each candidate's
+
+  * memory: the planned peak per rank (state + spmd-plan-memory's transient
+    peak), exact for the program that will run (CPU target);
+  * modeled step time: the local program's matmul FLOPs at the machine's
+    measured sgemm rate, plus the optimizer's state traffic at its measured
+    memory bandwidth, plus each collective of the step (kind, bytes per
+    rank, as spmd-report-collectives lists them) at the latency and
+    bandwidth measured for that kind on this job's ranks.
+
+It picks the fastest modeled candidate whose peak fits the memory limit
+(Auto(memory_limit=...), default SPMD_MEMORY_LIMIT or the machine's memory
+over the ranks on it) and tells every rank (one collective): the ranks run
+rank 0's choice, so the plan is the same everywhere. The calibration is
+measured once per machine, job size, backend and threads per rank, and kept
+in the compile cache (calibration-*.json); the choice is kept too, by the
+program, the ranks, the limit and the calibration, so a later process
+choosing for the same step evaluates nothing.
+
+Candidates today: DataParallel("replicate"), DataParallel("fully_shard")
+with and without reshard_after_forward, on the one-axis mesh of every rank.
+Tensor-parallel plans and other mesh shapes are not searched
+(docs/Limits.md).
+"""
+
+import hashlib
+import json
+import os
+import platform
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import torch
+
+from . import _abi, _device, _explain, _memory, _progress, _runtime
+from . import _toolchain
+from ._errors import UnsupportedError
+
+# The calibration's version: a change in what is measured or how makes the
+# stored figures stale.
+_CALIBRATION_VERSION = 1
+# Collective sizes measured (bytes per rank): one small for the latency, one
+# large for the bandwidth.
+_SMALL, _LARGE = 64 * 1024, 8 * 1024 * 1024
+_KINDS = ("all_reduce", "all_gather", "reduce_scatter")
+
+
+@dataclass
+class Candidate:
+    """One evaluated strategy: its name, the DataParallel it compiles as,
+    the planned peak per rank (bytes; None where the target plans none) and
+    the modeled step time by part (seconds)."""
+    name: str
+    parallel: object
+    peak: Optional[int] = None
+    state: int = 0
+    compute_s: float = 0.0
+    optimizer_s: float = 0.0
+    communication_s: float = 0.0
+    collectives: int = 0
+    fits: bool = True
+
+    @property
+    def step_s(self) -> float:
+        return self.compute_s + self.optimizer_s + self.communication_s
+
+    def line(self) -> str:
+        peak = "peak not planned" if self.peak is None else \
+            f"peak {self.peak / 2**20:,.1f} MiB"
+        return (f"{self.name}: modeled step {self.step_s * 1e3:.1f} ms "
+                f"(compute {self.compute_s * 1e3:.1f}, optimizer "
+                f"{self.optimizer_s * 1e3:.1f}, {self.collectives} "
+                f"collectives {self.communication_s * 1e3:.1f}), {peak}"
+                + ("" if self.fits else " (over the limit)"))
+
+
+@dataclass
+class AutoPlan:
+    """What spmd.Auto chose and why (`str()` is the report spmd.explain
+    prints): the candidates best first, the memory limit, the calibration."""
+    chosen: Candidate
+    candidates: List[Candidate]
+    limit: int
+    calibration: Dict[str, float]
+    from_cache: bool = False
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        c = self.calibration
+        lines = [f"spmd.Auto chose {self.chosen.name} (limit "
+                 f"{self.limit / 2**20:,.1f} MiB per rank; chosen in "
+                 f"{self.seconds:.1f} s"
+                 + (", from the cache" if self.from_cache else "") + ")"]
+        for i, cand in enumerate(self.candidates):
+            lines.append(("  * " if cand is self.chosen else "    ")
+                         + cand.line())
+        lines.append(
+            f"  calibration: sgemm {c['gemm_gflops']:.1f} GFLOP/s, memory "
+            f"{c['memory_gbps']:.1f} GB/s, " + ", ".join(
+                f"{k} {c[k + '_latency_us']:.0f} us + "
+                f"{c[k + '_gbps']:.2f} GB/s" for k in _KINDS))
+        return "\n".join(lines)
+
+
+def candidates(auto) -> List[Candidate]:
+    """The strategies spmd.Auto weighs, as DataParallel modes."""
+    from .api import DataParallel
+    common = dict(input_batch_dim=auto.input_batch_dim, inputs=auto.inputs,
+                  bucket_cap_mb=auto.bucket_cap_mb)
+    return [
+        Candidate("DataParallel('replicate')",
+                  DataParallel("replicate", **common)),
+        Candidate("DataParallel('fully_shard')",
+                  DataParallel("fully_shard", **common)),
+        Candidate("DataParallel('fully_shard', reshard_after_forward=False)",
+                  DataParallel("fully_shard", reshard_after_forward=False,
+                               **common)),
+    ]
+
+
+# --- calibration -----------------------------------------------------------
+
+
+def _calibration_key() -> str:
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f
+                        if line.startswith("model name")), "")
+    except OSError:
+        pass
+    parts = [_CALIBRATION_VERSION, platform.node(), cpu, os.cpu_count(),
+             _runtime.world_size(), _memory._local_ranks(),
+             _runtime.backend(), _runtime.target(), torch.get_num_threads()]
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def _seconds(fn, repeat=3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _measure_collective(kind: str, nbytes: int) -> float:
+    """Seconds of one `kind` collective over every rank, `nbytes` per rank
+    (the input's bytes; as spmd-report-collectives counts them)."""
+    lib = _runtime.runtime()
+    world = _runtime.world_size()
+    f32 = _abi.dtype_code("F32")
+    mesh, axes = _runtime._world_mesh()
+    count = max(world, nbytes // 4 // world * world)
+    source = torch.ones(count)
+    if kind == "all_gather":
+        out = torch.empty(count * world)
+    elif kind == "reduce_scatter":
+        out = torch.empty(count // world)
+    else:
+        out = torch.empty(count)
+    src, _ = _runtime.device().staged(source, slot=0)
+    dst, _ = _runtime.device().staged(out, slot=1)
+    total = _abi.reduction_code("SUM")
+
+    def run():
+        if kind == "all_reduce":
+            lib.spmdAllReduce(src, dst, count, f32, total, mesh, axes)
+        elif kind == "all_gather":
+            lib.spmdAllGather(src, dst, 1, count, 1, f32, mesh, axes)
+        else:
+            lib.spmdReduceScatter(src, dst, 1, count, 1, f32, total, mesh,
+                                  axes)
+    run()  # first use: connections, registrations
+    # Every rank's best of three, the slowest rank's figure.
+    return _runtime.all_ranks_max(int(_seconds(run) * 1e9)) / 1e9
+
+
+def _measure() -> Dict[str, float]:
+    """This job's figures (every rank takes part; each gets the slowest
+    rank's collective times)."""
+    a = torch.randn(1024, 768)
+    b = torch.randn(768, 768)
+    gemm = _seconds(lambda: torch.mm(a, b))
+    x = torch.empty(16 * 2**20 // 4)
+    y = torch.empty_like(x)
+    x.fill_(1.0)
+    y.copy_(x)
+    copy = _seconds(lambda: y.copy_(x))
+    result = {"gemm_gflops": 2 * 1024 * 768 * 768 / gemm / 1e9,
+              # a copy reads and writes each byte
+              "memory_gbps": 2 * x.numel() * 4 / copy / 1e9}
+    for kind in _KINDS:
+        small = _measure_collective(kind, _SMALL)
+        large = _measure_collective(kind, _LARGE)
+        slope = max(large - small, 1e-9) / (_LARGE - _SMALL)
+        result[kind + "_latency_us"] = max(small - slope * _SMALL, 0) * 1e6
+        result[kind + "_gbps"] = 1 / slope / 1e9
+    return result
+
+
+def calibration() -> Dict[str, float]:
+    """The job's measured figures: read from the compile cache, else
+    measured now by every rank (collective: call on every rank)."""
+    path = _toolchain.cache_dir() / f"calibration-{_calibration_key()}.json"
+    stored = None
+    if path.exists():
+        try:
+            stored = json.loads(path.read_text())
+        except ValueError:
+            stored = None
+    # Every rank measures, or none: the collectives need them all.
+    if _runtime.all_ranks_min(int(stored is not None)):
+        return stored
+    with _progress.phase("auto: calibration"):
+        measured = _measure()
+    if _runtime.rank() == 0:
+        _toolchain.write_whole(path, json.dumps(measured).encode())
+    return measured
+
+
+# --- the model -------------------------------------------------------------
+
+_TENSOR = r"tensor<([0-9x]+)x[a-z0-9]+>"
+_MATMUL = re.compile(r"linalg\.(batch_)?matmul\b[^\n]*?ins\([^:]*:\s*"
+                     + _TENSOR + r",\s*" + _TENSOR + r"\)[^\n]*?outs\([^:]*:"
+                     r"\s*" + _TENSOR + r"\)")
+
+
+def _dims(text: str) -> List[int]:
+    return [int(d) for d in text.split("x")]
+
+
+def matmul_flops(local_text: str) -> int:
+    """The multiply-adds (x2) of the local program's matmuls per step."""
+    flops = 0
+    for match in _MATMUL.finditer(local_text):
+        a, out = _dims(match.group(2)), _dims(match.group(4))
+        count = 1
+        for d in a:
+            count *= d
+        rows = out[0] * out[1] if match.group(1) else out[0]
+        if not rows:
+            continue
+        reduced = count // rows
+        columns = out[-1]
+        flops += 2 * rows * reduced * columns
+    return flops
+
+
+def _model(cand: Candidate, local_text: str, report: List[dict],
+           cal: Dict[str, float]):
+    states = [e for e in report if e["kind"] == "state"]
+    optimizer = sum(s["bytes"] for s in states if s["role"] in
+                    ("param", "gradient", "optimizer_state"))
+    cand.state = sum(s["bytes"] for s in states)
+    cand.compute_s = matmul_flops(local_text) / (cal["gemm_gflops"] * 1e9)
+    # The update reads each of these states and writes most: ~2x.
+    cand.optimizer_s = 2 * optimizer / (cal["memory_gbps"] * 1e9)
+    seconds = 0.0
+    collectives = [e for e in report if e["kind"] == "collective"]
+    for c in collectives:
+        kind = c["op"] if c["op"] in _KINDS else "all_reduce"
+        seconds += cal[kind + "_latency_us"] * 1e-6 + \
+            c["bytes"] / (cal[kind + "_gbps"] * 1e9)
+    cand.communication_s = seconds
+    cand.collectives = len(collectives)
+
+
+def _evaluate(step, cand: Candidate, args, kwargs, cal, work: Path):
+    step._use(cand.parallel)
+    _, program = step._trace(args, kwargs)
+    where = work / re.sub(r"[^a-z_]+", "-", cand.name.lower()).strip("-")
+    where.mkdir(parents=True, exist_ok=True)
+    spmd_opt = _toolchain.build_dir() / "bin" / "spmd-opt"
+    local = _toolchain.distribute(program.text, step.pipeline(), where)
+    report = _explain._report(spmd_opt, local)
+    _model(cand, local.read_text(), report, cal)
+    if _runtime.target() == _device.CPU:
+        plan = _explain._plan(spmd_opt, where)
+        if plan is not None:
+            cand.peak = cand.state + plan[0]
+
+
+def _decision_path(step, args, kwargs, limit, cal) -> Path:
+    from torch.utils import _pytree as pytree
+    leaves, _ = pytree.tree_flatten((args, kwargs))
+    model = next((x for x in leaves if isinstance(x, torch.nn.Module)), None)
+    context = step._context(leaves, model) if model is not None else ()
+    key = repr((context, _runtime.world_size(), _runtime.target(), limit,
+                sorted(cal.items()), step.auto, step.passes))
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return _toolchain.cache_dir() / f"auto-{digest}.json"
+
+
+_FIGURES = ("peak", "state", "compute_s", "optimizer_s", "communication_s",
+            "collectives")
+
+
+def _share(cands: List[Candidate]):
+    """Rank 0's figures of every candidate on every rank (one collective;
+    times in whole nanoseconds)."""
+    values = []
+    for c in cands:
+        for k in _FIGURES:
+            v = getattr(c, k)
+            values.append(-1 if v is None else
+                          int(round(v * 1e9)) if k.endswith("_s") else int(v))
+    if _runtime.rank() != 0:
+        values = [-2**62] * len(values)
+    values = iter(_runtime._all_reduce_i64(values, "MAX"))
+    for c in cands:
+        for k in _FIGURES:
+            v = next(values)
+            setattr(c, k, None if v == -1 and k == "peak" else
+                    v / 1e9 if k.endswith("_s") else v)
+
+
+def choose(step, args, kwargs) -> AutoPlan:
+    """Rank 0 weighs the candidates for this call's arguments; every rank
+    gets its figures and makes the same choice (collective: call on every
+    rank)."""
+    auto = step.auto
+    world = _runtime.world_size()
+    if auto.mesh is not None and tuple(auto.mesh) != (world,):
+        _runtime.agree_on_failure(UnsupportedError(
+            f"spmd.Auto(mesh={tuple(auto.mesh)}): on {world} ranks only the "
+            f"one-axis mesh ({world},) is searched today",
+            hint="leave mesh=None, or pick a spmd.TensorParallel plan by "
+            "hand"))
+    limit = auto.memory_limit or _memory.memory_limit()
+    start = time.perf_counter()
+    cal = calibration()
+    cands = candidates(auto)
+    error, from_cache = None, False
+    if _runtime.rank() == 0:
+        try:
+            path = _decision_path(step, args, kwargs, limit, cal)
+            stored = json.loads(path.read_text()) if path.exists() else None
+            if stored is not None:
+                for cand, figures in zip(cands, stored["candidates"]):
+                    for k, v in figures.items():
+                        setattr(cand, k, v)
+                from_cache = True
+            else:
+                work = Path(tempfile.mkdtemp(prefix="spmd-auto-"))
+                with _progress.phase("auto: candidates"):
+                    for cand in cands:
+                        _evaluate(step, cand, args, kwargs, cal, work)
+                _toolchain.write_whole(path, json.dumps({"candidates": [
+                    {k: getattr(c, k) for k in _FIGURES} for c in cands]})
+                    .encode())
+        except Exception as err:  # every rank raises it (agree_on_failure)
+            error = err
+    _runtime.agree_on_failure(error)
+    _share(cands)
+    for cand in cands:
+        cand.fits = cand.peak is None or cand.peak <= limit
+    chosen = cands[_pick(cands, limit)]
+    step._use(chosen.parallel)
+    return AutoPlan(chosen, sorted(cands, key=lambda c: (not c.fits,
+                                                         c.step_s)),
+                    limit, cal, from_cache, time.perf_counter() - start)
+
+
+def _pick(cands: List[Candidate], limit: int) -> int:
+    """The fastest modeled candidate that fits; none fitting, a MemoryError
+    that gives every candidate's peak."""
+    fitting = [i for i, c in enumerate(cands)
+               if c.peak is None or c.peak <= limit]
+    if not fitting:
+        raise MemoryError(
+            f"spmd.Auto: no strategy fits the memory limit of "
+            f"{limit / 2**20:,.1f} MiB per rank: " + "; ".join(
+                f"{c.name} needs {c.peak / 2**20:,.1f} MiB" for c in cands)
+            + ". More ranks, a smaller batch or sequence, or "
+            "spmd.checkpoint (activations) would lower the peak.")
+    return min(fitting, key=lambda i: (cands[i].step_s, i))
