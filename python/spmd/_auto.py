@@ -28,6 +28,7 @@ Tensor-parallel plans and other mesh shapes are not searched
 (docs/Limits.md).
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -230,30 +231,126 @@ def calibration() -> Dict[str, float]:
 
 # --- the model -------------------------------------------------------------
 
-_TENSOR = r"tensor<([0-9x]+)x[a-z0-9]+>"
-_MATMUL = re.compile(r"linalg\.(batch_)?matmul\b[^\n]*?ins\([^:]*:\s*"
-                     + _TENSOR + r",\s*" + _TENSOR + r"\)[^\n]*?outs\([^:]*:"
-                     r"\s*" + _TENSOR + r"\)")
+_TENSOR = r"tensor<([0-9?x]+)x[a-z0-9]+>"
+_MATMUL = re.compile(r"linalg\.(batch_)?matmul\b[^\n]*?ins\((%[\w.]+), "
+                     r"(%[\w.]+)\s*:\s*" + _TENSOR + r",\s*" + _TENSOR
+                     + r"\)[^\n]*?outs\([^:]*:\s*" + _TENSOR + r"\)")
+_DEF = re.compile(r"^\s*(%[\w.]+)(?::\d+)? = ([\w.]+)(.*)$", re.M)
+# Ops a one-hot matrix passes through unchanged in value.
+_RESHAPES = ("linalg.transpose", "tensor.collapse_shape",
+             "tensor.expand_shape", "tensor.cast")
 
 
-def _dims(text: str) -> List[int]:
-    return [int(d) for d in text.split("x")]
+def _dims(text: str) -> List[Optional[int]]:
+    return [None if d == "?" else int(d) for d in text.split("x")]
+
+
+def _operands(rest: str, keyword: str) -> List[tuple]:
+    """(name, dims) of an op's `keyword(%a, %b : tensor<..>, tensor<..>)`
+    operands that are ranked tensors."""
+    match = re.search(keyword + r"\(([^:)]*):([^)]*)\)", rest)
+    if not match:
+        return []
+    names = re.findall(r"%[\w.]+", match.group(1))
+    types = re.findall(r"tensor<([0-9?x]+)x[a-z0-9]+>", match.group(2))
+    return list(zip(names, (_dims(t) for t in types)))
+
+
+def _bound(name: str, dim: int, defs: Dict[str, tuple], depth: int = 0):
+    """An upper bound of dimension `dim` of the dynamically shaped value
+    `name` (fully_shard's uneven chunks: a slice of a static tensor), found
+    through slices, transposes and elementwise ops; None if unknown."""
+    if depth > 12 or name not in defs:
+        return None
+    op, rest = defs[name]
+    if op == "tensor.extract_slice":
+        types = re.search(r":\s*tensor<([0-9?x]+)x[a-z0-9]+>\s+to\s+"
+                          r"tensor<([0-9?x]+)x", rest)
+        source = re.match(r"\s*(%[\w.]+)", rest)
+        if types and source:
+            src, dst = _dims(types.group(1)), _dims(types.group(2))
+            if len(src) == len(dst):
+                return src[dim] if src[dim] is not None else _bound(
+                    source.group(1), dim, defs, depth + 1)
+        return None
+    if op == "linalg.transpose":
+        perm = re.search(r"permutation = \[([0-9, ]+)\]", rest)
+        ins = _operands(rest, "ins")
+        if perm and ins:
+            src = int(perm.group(1).split(",")[dim])
+            return ins[0][1][src] if ins[0][1][src] is not None else \
+                _bound(ins[0][0], src, defs, depth + 1)
+        return None
+    if op == "linalg.matmul":
+        ins = _operands(rest, "ins")
+        if len(ins) == 2:
+            a, b = ins
+            which, d = (a, 0) if dim == 0 else (b, 1)
+            return which[1][d] if which[1][d] is not None else _bound(
+                which[0], d, defs, depth + 1)
+        return None
+    # Elementwise ops and fills: an operand of the result's rank (a static
+    # 1 there is a broadcast, not the size).
+    for keyword in ("ins", "outs"):
+        for operand, dims in _operands(rest, keyword):
+            if dim < len(dims) and dims[dim] not in (None, 1):
+                return dims[dim]
+        for operand, dims in _operands(rest, keyword):
+            if dim < len(dims) and dims[dim] is None:
+                found = _bound(operand, dim, defs, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _one_hot(name: str, defs: Dict[str, tuple], depth: int = 0) -> bool:
+    """Whether value `name` is a one-hot matrix: a linalg.generic over a
+    boolean tensor (an embedding's lookup or its gradient: the CPU codegen
+    turns the matmul that reads it into row gathers or scatter-adds,
+    spmd-scatter-one-hot-contractions), seen through reshapes."""
+    if depth > 6 or name not in defs:
+        return False
+    op, rest = defs[name]
+    if op == "linalg.generic":
+        ins = re.search(r"ins\(([^)]*)\)", rest)
+        return bool(ins and re.search(r"x?i1>", ins.group(1)))
+    if op in _RESHAPES:
+        source = re.search(r"(%[\w.]+)", rest)
+        return bool(source) and _one_hot(source.group(1), defs, depth + 1)
+    return False
 
 
 def matmul_flops(local_text: str) -> int:
-    """The multiply-adds (x2) of the local program's matmuls per step."""
+    """The multiply-adds (x2) of the local program's matmuls per step, but
+    for one-hot contractions (no matmul runs for them); a dynamic size (an
+    uneven chunk) counts as its upper bound."""
+    defs = {m.group(1): (m.group(2), m.group(3))
+            for m in _DEF.finditer(local_text)}
     flops = 0
     for match in _MATMUL.finditer(local_text):
-        a, out = _dims(match.group(2)), _dims(match.group(4))
-        count = 1
-        for d in a:
-            count *= d
-        rows = out[0] * out[1] if match.group(1) else out[0]
-        if not rows:
+        a_name, b_name = match.group(2), match.group(3)
+        if _one_hot(a_name, defs) or _one_hot(b_name, defs):
             continue
-        reduced = count // rows
-        columns = out[-1]
-        flops += 2 * rows * reduced * columns
+        a, b, out = (_dims(match.group(i)) for i in (4, 5, 6))
+        if match.group(1):  # batch_matmul: static sizes only
+            if None in a + b + out:
+                continue
+            flops += 2 * out[0] * out[1] * a[2] * out[2]
+            continue
+
+        def size(*choices):
+            for dims, d, name in choices:
+                if dims[d] is not None:
+                    return dims[d]
+            for dims, d, name in choices:
+                found = _bound(name, d, defs)
+                if found is not None:
+                    return found
+            return 0
+        m = size((a, 0, a_name), (out, 0, None))
+        k = size((a, 1, a_name), (b, 0, b_name))
+        n = size((b, 1, b_name), (out, 1, None))
+        flops += 2 * m * k * n
     return flops
 
 
@@ -352,10 +449,16 @@ def choose(step, args, kwargs) -> AutoPlan:
                         setattr(cand, k, v)
                 from_cache = True
             else:
-                work = Path(tempfile.mkdtemp(prefix="spmd-auto-"))
-                with _progress.phase("auto: candidates"):
-                    for cand in cands:
-                        _evaluate(step, cand, args, kwargs, cal, work)
+                # SPMD_DUMP=DIR keeps each candidate's stages in
+                # DIR/auto/<candidate>.
+                dump = os.environ.get("SPMD_DUMP")
+                with contextlib.ExitStack() as stack:
+                    work = Path(dump) / "auto" if dump else Path(
+                        stack.enter_context(tempfile.TemporaryDirectory(
+                            prefix="spmd-auto-")))
+                    with _progress.phase("auto: candidates"):
+                        for cand in cands:
+                            _evaluate(step, cand, args, kwargs, cal, work)
                 _toolchain.write_whole(path, json.dumps({"candidates": [
                     {k: getattr(c, k) for k in _FIGURES} for c in cands]})
                     .encode())
