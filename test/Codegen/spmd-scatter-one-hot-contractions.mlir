@@ -51,6 +51,59 @@ func.func @embedding_backward(%ids: tensor<32x1xi64>, %g: tensor<32x16xf32>, %c:
 
 // -----
 
+#tok = affine_map<(d0, d1) -> (d0, 0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// The iota fused into the one-hot's body (spmd-fuse-elementwise), its
+// reshape's linearization kept: the row is `s0 + s1 * 50` of (index 1, 0),
+// as replicate's GPT-2 embedding backward reaches this pass.
+// CHECK-LABEL: func.func @iota_fused_into_body
+// CHECK-NOT: linalg.matmul
+// CHECK: scf.for
+// CHECK: tensor.extract
+// CHECK: scf.if
+func.func @iota_fused_into_body(%ids: tensor<32x1xi64>, %g: tensor<32x16xf32>, %c: tensor<50x16xf32>) -> tensor<50x16xf32> {
+  %c0 = arith.constant 0 : index
+  %e = tensor.empty() : tensor<32x50xf32>
+  %oh = linalg.generic {indexing_maps = [#tok, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<32x1xi64>) outs(%e : tensor<32x50xf32>) {
+  ^bb0(%a: i64, %out: f32):
+    %i = linalg.index 1 : index
+    %lin = affine.apply affine_map<()[s0, s1] -> (s0 + s1 * 50)>()[%i, %c0]
+    %v = arith.index_cast %lin : index to i64
+    %eq = arith.cmpi eq, %a, %v : i64
+    %f = arith.uitofp %eq : i1 to f32
+    linalg.yield %f : f32
+  } -> tensor<32x50xf32>
+  %r = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%oh, %g : tensor<32x50xf32>, tensor<32x16xf32>) outs(%c : tensor<50x16xf32>) -> tensor<50x16xf32>
+  return %r : tensor<50x16xf32>
+}
+
+// A row index the loop indices do not give alone (index 1 + index 0) is
+// no one-hot row: the matmul stays.
+// CHECK-LABEL: func.func @not_a_row_index
+// CHECK: linalg.matmul
+func.func @not_a_row_index(%ids: tensor<32x1xi64>, %g: tensor<32x16xf32>, %c: tensor<50x16xf32>) -> tensor<50x16xf32> {
+  %e = tensor.empty() : tensor<32x50xf32>
+  %oh = linalg.generic {indexing_maps = [#tok, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<32x1xi64>) outs(%e : tensor<32x50xf32>) {
+  ^bb0(%a: i64, %out: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 0 : index
+    %lin = affine.apply affine_map<()[s0, s1] -> (s0 + s1)>()[%i, %j]
+    %v = arith.index_cast %lin : index to i64
+    %eq = arith.cmpi eq, %a, %v : i64
+    %f = arith.uitofp %eq : i1 to f32
+    linalg.yield %f : f32
+  } -> tensor<32x50xf32>
+  %r = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%oh, %g : tensor<32x50xf32>, tensor<32x16xf32>) outs(%c : tensor<50x16xf32>) -> tensor<50x16xf32>
+  return %r : tensor<50x16xf32>
+}
+
+// -----
+
 #tok = affine_map<(d0, d1) -> (d0)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 

@@ -109,6 +109,42 @@ bool isIota(Value value) {
   return simplifyAffineExpr(expr, 1, 0) == getAffineDimExpr(0, ctx);
 }
 
+/// The loop whose index `value` is, in the body of a linalg op:
+/// `linalg.index d`, or an affine.apply of loop indices and constants that
+/// is one of them (an iota fused into the body keeps its reshape's
+/// linearization, `s0 + s1 * 50257` of `(index 1, 0)`).
+std::optional<unsigned> loopIndex(Value value) {
+  if (auto index = value.getDefiningOp<linalg::IndexOp>())
+    return static_cast<unsigned>(index.getDim());
+  auto apply = value.getDefiningOp<affine::AffineApplyOp>();
+  if (!apply)
+    return std::nullopt;
+  MLIRContext *ctx = apply.getContext();
+  SmallVector<AffineExpr> replacements;
+  unsigned loops = 0;
+  for (Value operand : apply.getMapOperands()) {
+    APInt c;
+    if (matchPattern(operand, m_ConstantInt(&c))) {
+      replacements.push_back(getAffineConstantExpr(c.getSExtValue(), ctx));
+      continue;
+    }
+    auto index = operand.getDefiningOp<linalg::IndexOp>();
+    if (!index)
+      return std::nullopt;
+    replacements.push_back(getAffineDimExpr(index.getDim(), ctx));
+    loops = std::max<unsigned>(loops, index.getDim() + 1);
+  }
+  AffineMap map = apply.getAffineMap();
+  ArrayRef<AffineExpr> all(replacements);
+  AffineExpr expr = simplifyAffineExpr(
+      map.getResult(0).replaceDimsAndSymbols(
+          all.take_front(map.getNumDims()), all.drop_front(map.getNumDims())),
+      loops, 0);
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return dim.getPosition();
+  return std::nullopt;
+}
+
 /// The first element of `value` when every element equals it plus its
 /// position along the only non-unit dimension: an iota (0), or a unit-stride
 /// slice of one along that dimension (its offset there: a rank's chunk of
@@ -234,8 +270,8 @@ std::optional<OneHot> matchCondition(linalg::GenericOp op, Value cond) {
   auto rowIndexLoop =
       [&](Value v) -> std::optional<std::pair<unsigned, OpFoldResult>> {
     if (auto cast = v.getDefiningOp<arith::IndexCastOp>())
-      if (auto index = cast.getIn().getDefiningOp<linalg::IndexOp>())
-        return std::pair(static_cast<unsigned>(index.getDim()), zero);
+      if (std::optional<unsigned> loop = loopIndex(cast.getIn()))
+        return std::pair(*loop, zero);
     OpOperand *operand = inputOf(op, v);
     if (!operand)
       return std::nullopt;
