@@ -137,8 +137,8 @@ std::optional<unsigned> loopIndex(Value value) {
   AffineMap map = apply.getAffineMap();
   ArrayRef<AffineExpr> all(replacements);
   AffineExpr expr = simplifyAffineExpr(
-      map.getResult(0).replaceDimsAndSymbols(
-          all.take_front(map.getNumDims()), all.drop_front(map.getNumDims())),
+      map.getResult(0).replaceDimsAndSymbols(all.take_front(map.getNumDims()),
+                                             all.drop_front(map.getNumDims())),
       loops, 0);
   if (auto dim = dyn_cast<AffineDimExpr>(expr))
     return dim.getPosition();
