@@ -77,7 +77,11 @@ class Recorder(TorchDispatchMode):
 
     def __init__(self, context: str):
         super().__init__()
-        self.digest = hashlib.sha256(context.encode())
+        self.context = context
+        # The ops alone: the key joins the context to them (key_for), so
+        # one trace's record keys the programs of several contexts
+        # (spmd.Auto's candidates).
+        self.digest = hashlib.sha256()
         self.names = {}  # TensorImpl address -> number
         self.count = 0
         self.failed = None
@@ -100,8 +104,12 @@ class Recorder(TorchDispatchMode):
             return out
         return observed
 
+    def ops(self) -> Optional[str]:
+        """What the step ran, as a digest (None when it cannot be keyed)."""
+        return None if self.failed else self.digest.hexdigest()
+
     def key(self) -> Optional[str]:
-        return None if self.failed else self.digest.hexdigest()[:32]
+        return key_for(self.context, self.ops())
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -208,6 +216,13 @@ def _compiler_build() -> int:
         return (_toolchain.build_dir() / "bin" / "spmd-opt").stat().st_mtime_ns
     except OSError:
         return 0
+
+
+def key_for(ctx: str, ops: Optional[str]) -> Optional[str]:
+    """The key of the program that ran `ops` (Recorder.ops) in `ctx`."""
+    if ops is None:
+        return None
+    return hashlib.sha256((ctx + ops).encode()).hexdigest()[:32]
 
 
 def _directory(ctx: str) -> Path:

@@ -487,6 +487,12 @@ class CompiledStep:
         index = self._index if self._index is not None else next(_PROGRAMS)
         # The program cache (_program_cache.py): not for steps whose program
         # text a user's override rewrites (its code is not in the key).
+        # Auto's candidates share one trace (make_fx runs once): a step
+        # traced already for these inputs does not look in the program
+        # cache, and stores its program under the ops that trace recorded.
+        shared = (world_dp, repr(placement))
+        memo = self._traces.get(shared) if self._traces is not None \
+            else None
         ctx = recorder = None
         if model is not None and not self.overrides and \
                 _program_cache.enabled():
@@ -495,14 +501,13 @@ class CompiledStep:
                 sorted(layouts.items()) if layouts else None,
                 self.data_parallel.fully_shard, repr(placement), prefix,
                 index, self.checkpointing))
-            found = self._from_program_cache(ctx, args, kwargs, world_dp,
-                                             placement, model)
+            found = None if memo is not None else self._from_program_cache(
+                ctx, args, kwargs, world_dp, placement, model)
             if found is not None:
                 return found
             recorder = _program_cache.Recorder(ctx)
-        shared = (world_dp, repr(placement))
-        if self._traces is not None and shared in self._traces:
-            traced, imported = self._traces[shared]
+        if memo is not None:
+            traced, imported, ops = memo
         else:
             with _progress.phase("trace (make_fx)"):
                 traced = _trace.trace(self.fn, args, kwargs, world_dp,
@@ -512,8 +517,9 @@ class CompiledStep:
             with _progress.phase("import (torch-mlir)"):
                 imported = _import_cache.import_graph(traced.graph,
                                                       _program.CALLEE)
+            ops = recorder.ops() if recorder is not None else None
             if self._traces is not None:
-                self._traces[shared] = (traced, imported)
+                self._traces[shared] = (traced, imported, ops)
         with _progress.phase("global program"):
             program = _program.build(traced, imported, world, prefix=prefix,
                                      index=index, mesh=mesh,
@@ -523,7 +529,8 @@ class CompiledStep:
             for override in self.overrides:
                 program.text = override.transform(program.text)
         if recorder is not None:
-            _program_cache.store(ctx, recorder.key(), traced, program)
+            _program_cache.store(ctx, _program_cache.key_for(ctx, ops),
+                                 traced, program)
         return traced, program
 
     def _context(self, leaves, model):
