@@ -52,6 +52,30 @@ std::optional<unsigned> soleLoop(AffineMap map) {
   return loop;
 }
 
+/// The result of `apply`, an affine.apply of loop indices (`linalg.index`)
+/// and integer constants, with loop index `d` as `index(d)` (unsimplified);
+/// null when another value is an operand.
+AffineExpr applyOfLoopIndices(affine::AffineApplyOp apply,
+                              llvm::function_ref<AffineExpr(unsigned)> index) {
+  MLIRContext *ctx = apply.getContext();
+  SmallVector<AffineExpr> replacements;
+  for (Value operand : apply.getMapOperands()) {
+    APInt c;
+    if (matchPattern(operand, m_ConstantInt(&c))) {
+      replacements.push_back(getAffineConstantExpr(c.getSExtValue(), ctx));
+      continue;
+    }
+    auto loop = operand.getDefiningOp<linalg::IndexOp>();
+    if (!loop)
+      return nullptr;
+    replacements.push_back(index(loop.getDim()));
+  }
+  AffineMap map = apply.getAffineMap();
+  ArrayRef<AffineExpr> all(replacements);
+  return map.getResult(0).replaceDimsAndSymbols(
+      all.take_front(map.getNumDims()), all.drop_front(map.getNumDims()));
+}
+
 /// Whether every element of `value` equals its position along its only
 /// non-unit dimension: an iota generic (`index_cast(linalg.index)`), seen
 /// through reshapes, which keep the row-major order.
@@ -87,26 +111,12 @@ bool isIota(Value value) {
   auto apply = cast.getIn().getDefiningOp<affine::AffineApplyOp>();
   if (!apply || !along)
     return false;
-  AffineMap map = apply.getAffineMap();
   MLIRContext *ctx = apply.getContext();
-  SmallVector<AffineExpr> replacements;
-  for (Value operand : apply.getMapOperands()) {
-    APInt c;
-    if (matchPattern(operand, m_ConstantInt(&c))) {
-      replacements.push_back(getAffineConstantExpr(c.getSExtValue(), ctx));
-      continue;
-    }
-    auto index = operand.getDefiningOp<linalg::IndexOp>();
-    if (!index)
-      return false;
-    replacements.push_back(index.getDim() == *along
-                               ? getAffineDimExpr(0, ctx)
-                               : getAffineConstantExpr(0, ctx));
-  }
-  ArrayRef<AffineExpr> all(replacements);
-  AffineExpr expr = map.getResult(0).replaceDimsAndSymbols(
-      all.take_front(map.getNumDims()), all.drop_front(map.getNumDims()));
-  return simplifyAffineExpr(expr, 1, 0) == getAffineDimExpr(0, ctx);
+  AffineExpr expr = applyOfLoopIndices(apply, [&](unsigned loop) {
+    return loop == *along ? getAffineDimExpr(0, ctx)
+                          : getAffineConstantExpr(0, ctx);
+  });
+  return expr && simplifyAffineExpr(expr, 1, 0) == getAffineDimExpr(0, ctx);
 }
 
 /// The loop whose index `value` is, in the body of a linalg op:
@@ -120,27 +130,14 @@ std::optional<unsigned> loopIndex(Value value) {
   if (!apply)
     return std::nullopt;
   MLIRContext *ctx = apply.getContext();
-  SmallVector<AffineExpr> replacements;
   unsigned loops = 0;
-  for (Value operand : apply.getMapOperands()) {
-    APInt c;
-    if (matchPattern(operand, m_ConstantInt(&c))) {
-      replacements.push_back(getAffineConstantExpr(c.getSExtValue(), ctx));
-      continue;
-    }
-    auto index = operand.getDefiningOp<linalg::IndexOp>();
-    if (!index)
-      return std::nullopt;
-    replacements.push_back(getAffineDimExpr(index.getDim(), ctx));
-    loops = std::max<unsigned>(loops, index.getDim() + 1);
-  }
-  AffineMap map = apply.getAffineMap();
-  ArrayRef<AffineExpr> all(replacements);
-  AffineExpr expr = simplifyAffineExpr(
-      map.getResult(0).replaceDimsAndSymbols(all.take_front(map.getNumDims()),
-                                             all.drop_front(map.getNumDims())),
-      loops, 0);
-  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+  AffineExpr expr = applyOfLoopIndices(apply, [&](unsigned loop) {
+    loops = std::max(loops, loop + 1);
+    return getAffineDimExpr(loop, ctx);
+  });
+  if (!expr)
+    return std::nullopt;
+  if (auto dim = dyn_cast<AffineDimExpr>(simplifyAffineExpr(expr, loops, 0)))
     return dim.getPosition();
   return std::nullopt;
 }
