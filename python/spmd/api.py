@@ -377,8 +377,9 @@ class CompiledStep:
         # until then the step is set up as its first candidate.
         self.auto = parallel if isinstance(parallel, Auto) else None
         self.auto_plan = None
-        # (world_dp, placement) -> (traced, imported) while Auto weighs its
-        # candidates and compiles the chosen one: one make_fx for them all.
+        # (world_dp, placement) -> (traced, imported, recorded ops) while
+        # Auto weighs its candidates and compiles the chosen one: one
+        # make_fx for them all.
         self._traces = None
         self._index = None
         self._use(DataParallel() if parallel is None or self.auto else
