@@ -101,7 +101,7 @@ class AutoPlan:
                  f"{self.limit / 2**20:,.1f} MiB per rank; chosen in "
                  f"{self.seconds:.1f} s"
                  + (", from the cache" if self.from_cache else "") + ")"]
-        for i, cand in enumerate(self.candidates):
+        for cand in self.candidates:
             lines.append(("  * " if cand is self.chosen else "    ")
                          + cand.line())
         lines.append(

@@ -68,7 +68,7 @@ def main():
         # Rank 0's limit everywhere (only rank 0 evaluated).
         limit = spmd._runtime.all_ranks_max(limit)
     model, opt = model_and_opt()
-    reference, ref_opt = copy.deepcopy(model), None
+    reference = copy.deepcopy(model)
     ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-3)
     compiled = spmd.compile(parallel_mode=spmd.Auto(memory_limit=limit))(step)
     try:
