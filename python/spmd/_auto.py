@@ -20,7 +20,9 @@ rank 0's choice, so the plan is the same everywhere. The calibration is
 measured once per machine, job size, backend and threads per rank, and kept
 in the compile cache (calibration-*.json); the choice is kept too, by the
 program, the ranks, the limit and the calibration, so a later process
-choosing for the same step evaluates nothing.
+choosing for the same step evaluates nothing. Auto(calibration=...) gives
+the figures instead of measuring them: the same figures give the same plan
+whatever else runs on the machine at the first call.
 
 Candidates today: DataParallel("replicate"), DataParallel("fully_shard")
 with and without reshard_after_forward, on the one-axis mesh of every rank.
@@ -30,6 +32,7 @@ Tensor-parallel plans and other mesh shapes are not searched
 
 import contextlib
 import hashlib
+import math
 import json
 import os
 import platform
@@ -209,9 +212,54 @@ def _measure() -> Dict[str, float]:
     return result
 
 
-def calibration() -> Dict[str, float]:
-    """The job's measured figures: read from the compile cache, else
-    measured now by every rank (collective: call on every rank)."""
+_CALIBRATION_KEYS = ("gemm_gflops", "memory_gbps") + tuple(
+    k + suffix for k in _KINDS for suffix in ("_latency_us", "_gbps"))
+
+
+def given_calibration(given) -> Dict[str, float]:
+    """spmd.Auto(calibration=...)'s figures, checked: a dict or the path of
+    a JSON file holding every key of a measured calibration, each a finite
+    number (rates positive, latencies not negative)."""
+    where = "spmd.Auto(calibration=...)"
+    if isinstance(given, (str, os.PathLike)):
+        where = f"spmd.Auto(calibration={str(given)!r})"
+        try:
+            given = json.loads(Path(given).read_text())
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{where}: cannot read a JSON calibration: "
+                             f"{err}") from None
+    if not isinstance(given, dict):
+        raise ValueError(f"{where} is a dict or a JSON file's path, got "
+                         f"{type(given).__name__}")
+    missing = [k for k in _CALIBRATION_KEYS if k not in given]
+    unknown = sorted(set(given) - set(_CALIBRATION_KEYS))
+    if missing or unknown:
+        raise ValueError(
+            f"{where}: " + "; ".join(
+                part for part in (
+                    missing and "missing " + ", ".join(missing),
+                    unknown and "unknown " + ", ".join(unknown)) if part)
+            + f" (the keys are {', '.join(_CALIBRATION_KEYS)})")
+    figures = {}
+    for k in _CALIBRATION_KEYS:
+        v = given[k]
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) \
+            and math.isfinite(v) and (v >= 0 if k.endswith("_us") else v > 0)
+        if not ok:
+            raise ValueError(f"{where}: {k} is a finite number "
+                             + ("not below 0" if k.endswith("_us")
+                                else "above 0") + f", got {v!r}")
+        figures[k] = float(v)
+    return figures
+
+
+def calibration(given=None) -> Dict[str, float]:
+    """The figures to model with: `given` (spmd.Auto(calibration=...),
+    already checked) as is, else the job's measured figures, read from the
+    compile cache or measured now by every rank (collective: call on every
+    rank)."""
+    if given is not None:
+        return given
     path = _toolchain.cache_dir() / f"calibration-{_calibration_key()}.json"
     stored = None
     if path.exists():
@@ -436,7 +484,7 @@ def choose(step, args, kwargs) -> AutoPlan:
             "hand"))
     limit = auto.memory_limit or _memory.memory_limit()
     start = time.perf_counter()
-    cal = calibration()
+    cal = calibration(auto.calibration)
     cands = candidates(auto)
     error, from_cache = None, False
     if _runtime.rank() == 0:

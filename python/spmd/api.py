@@ -6,7 +6,7 @@ import itertools
 import weakref
 import subprocess
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Union
 
 import torch
 from torch.nn.utils._named_member_accessor import NamedMemberAccessor
@@ -169,12 +169,19 @@ class Auto:
 
     mesh: only the one-axis mesh of every rank (None) is searched today;
     tensor-parallel plans are not. input_batch_dim, inputs, bucket_cap_mb:
-    as DataParallel's, for every candidate."""
+    as DataParallel's, for every candidate. calibration: the figures to
+    model with instead of measuring them (a dict, or the path of a JSON
+    file, with the keys `step.auto_plan.calibration` has: gemm_gflops,
+    memory_gbps, and <kind>_latency_us, <kind>_gbps for all_reduce,
+    all_gather, reduce_scatter) -- a plan that does not depend on the
+    machine's load at the first call, e.g. figures measured once on the
+    target machine."""
     memory_limit: Optional[int] = None
     mesh: Optional[tuple] = None
     input_batch_dim: int = 0
     inputs: Optional[Placement] = None
     bucket_cap_mb: float = 25.0
+    calibration: Optional[Union[dict, str]] = None
 
     def __post_init__(self):
         if self.memory_limit is not None and (
@@ -190,6 +197,10 @@ class Auto:
                              f"None, got {self.mesh!r}")
         if self.input_batch_dim < 0:
             raise ValueError("Auto(input_batch_dim=...) must be >= 0")
+        if self.calibration is not None:
+            from ._auto import given_calibration
+            object.__setattr__(self, "calibration",
+                               given_calibration(self.calibration))
 
 
 def _layouts(parallel, model, world):

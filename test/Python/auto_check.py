@@ -2,10 +2,14 @@
 """spmd.Auto on 2 ranks: a small GPT-shaped model with AdamW whose best
 plan changes with the memory limit.
 
-    auto_check.py choose LIMIT   LIMIT: "none" (the machine's), "between"
-                                 (below replicate's planned peak, above
-                                 fully_shard's), "below" (under every
-                                 candidate's). Prints the choice and the
+    auto_check.py choose LIMIT   LIMIT: "none" (the machine's; with the
+                                 fixed figures FIXED, so the choice does
+                                 not depend on the machine's load),
+                                 "between" (below replicate's planned
+                                 peak, above fully_shard's), "below"
+                                 (under every candidate's; both with
+                                 this job's measured figures). Prints the
+                                 choice and the
                                  candidates; runs 3 steps against the
                                  same model on one device (the contract)
                                  and checks that the parameters are
@@ -22,6 +26,23 @@ import spmd
 from tiny_gpt import TinyGPT, lm_step as step
 
 VOCAB, DIM, SEQ, HEADS = 512, 64, 32, 4
+
+# Figures in the range this machine measures (spmd.Auto(calibration=...)):
+# with a collective's latency above the time its bytes take on this model,
+# the candidate with the fewest collectives (replicate: one bucketed
+# all-reduce) is the fastest whatever the machine does meanwhile.
+FIXED = {"gemm_gflops": 50.0, "memory_gbps": 10.0}
+for kind in ("all_reduce", "all_gather", "reduce_scatter"):
+    FIXED[kind + "_latency_us"] = 100.0
+    FIXED[kind + "_gbps"] = 2.0
+
+
+def say(text):
+    """`text` and its newline in one write: under mpirun the ranks' writes
+    interleave, and print() writes a text and its end separately (a rank 1
+    line once landed inside the end of rank 0's report)."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
 def model_and_opt():
@@ -70,17 +91,18 @@ def main():
     model, opt = model_and_opt()
     reference = copy.deepcopy(model)
     ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-3)
-    compiled = spmd.compile(parallel_mode=spmd.Auto(memory_limit=limit))(step)
+    compiled = spmd.compile(parallel_mode=spmd.Auto(
+        memory_limit=limit,
+        calibration=FIXED if which == "none" else None))(step)
     try:
         for x, y in batches():
             loss = compiled(model, opt, x[rank:rank + 1], y[rank:rank + 1])
             ref_loss = step(reference, ref_opt, x, y)
             loss, ref_loss = float(loss), float(ref_loss.detach())
             if abs(loss - ref_loss) > 1e-4 * abs(ref_loss):
-                print(f"rank {rank}: loss {loss} against {ref_loss}: WRONG",
-                      flush=True)
+                say(f"rank {rank}: loss {loss} against {ref_loss}: WRONG")
     except MemoryError as err:
-        print(f"rank {rank}: refused: {err}", flush=True)
+        say(f"rank {rank}: refused: {err}")
         return
     plan = compiled.auto_plan
     chosen = plan.chosen.name
@@ -95,11 +117,15 @@ def main():
     worst = max(float((full[n] - p.detach()).abs().max())
                 for n, p in reference.named_parameters())
     exact = worst <= 1e-5
+    line = (f"rank {rank}: chose {chosen}, sharded {sharded}, "
+            f"agreed {agreed}, parameters "
+            f"{'equal eager' if exact else f'WRONG ({worst})'}")
+    # Rank 0's report and line, then rank 1's line.
     if rank == 0:
-        print(plan, flush=True)
-    print(f"rank {rank}: chose {chosen}, sharded {sharded}, "
-          f"agreed {agreed}, parameters "
-          f"{'equal eager' if exact else f'WRONG ({worst})'}", flush=True)
+        say(f"{plan}\n{line}")
+    spmd._runtime.all_ranks_max(0)
+    if rank != 0:
+        say(line)
 
 
 if __name__ == "__main__":

@@ -36,3 +36,27 @@ for name, text, expected in (
     got = _auto.matmul_flops(text)
     print(f"{name}: {got} FLOPs, expected {expected}: "
           f"{'OK' if got == expected else 'WRONG'}")
+
+# spmd.Auto(calibration=...): the figures are checked when Auto is built.
+import json  # noqa: E402
+import tempfile  # noqa: E402
+
+import spmd  # noqa: E402
+from auto_check import FIXED  # noqa: E402
+
+for name, given in (
+        ("missing key", {k: v for k, v in FIXED.items()
+                         if k != "all_gather_gbps"}),
+        ("unknown key", dict(FIXED, gemm_tflops=1.0)),
+        ("negative rate", dict(FIXED, memory_gbps=-1.0)),
+        ("not a number", dict(FIXED, all_reduce_latency_us="fast")),
+        ("no file", "/nonexistent/cal.json")):
+    try:
+        spmd.Auto(calibration=given)
+        print(f"{name}: accepted: WRONG")
+    except ValueError as err:
+        print(f"{name}: {err}")
+with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+    json.dump(FIXED, f)
+    f.flush()
+    print(f"from a file: {spmd.Auto(calibration=f.name).calibration}")
