@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Progress.h"
 #include "Spmd/Runtime/SpmdRuntime.h"
 #include "Trace.h"
 
@@ -72,6 +73,7 @@ void spmdSgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
   const auto *a = reinterpret_cast<const float *>(aAddress);
   const auto *b = reinterpret_cast<const float *>(bAddress);
   auto *c = reinterpret_cast<float *>(cAddress);
+  spmd::runtime::progressCollectives();
   if (!spmd::trace::on()) {
     sgemmUntraced(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta,
                   c, ldc);

@@ -14,6 +14,7 @@
 #include "HostMapping.h"
 #include "JobChecks.h"
 #include "MeshGroup.h"
+#include "Progress.h"
 #include "StateRegistry.h"
 #include "ThreadBudget.h"
 
@@ -59,6 +60,10 @@ struct Pending {
   std::unique_ptr<Request> request;
   std::vector<char> send, recv;
   std::function<void(Pending &)> finish;
+  /// What polling it while another collective was waited for found: it
+  /// completed, or it failed (reported at its own wait).
+  bool completed = false;
+  std::string error;
 };
 
 struct Runtime {
@@ -66,6 +71,9 @@ struct Runtime {
   std::map<int64_t, Pending> pending;
   int64_t lastHandle = 0;
   bool initialized = false;
+  /// The thread that initialized the runtime: the only one that calls the
+  /// backend (MPI is initialized MPI_THREAD_FUNNELED).
+  std::thread::id owner;
   /// SPMD_RUNTIME_CHECK=1: every collective first checks that all ranks of
   /// its group make the same call (kind, element type, sizes).
   bool checkCalls = false;
@@ -183,10 +191,24 @@ private:
   bool published = false;
 };
 
-/// Waits for `request` for at most the run's timeout; past it, the job ends
-/// with what was waited for. Backends cannot time out a wait, so this polls.
+/// Polls every tracked collective but `awaited` once, without waiting (see
+/// Progress.h); what it finds is kept for the collective's own wait.
+void pollPending(const Pending *awaited) {
+  Runtime &r = rt();
+  for (auto &entry : r.pending) {
+    Pending &p = entry.second;
+    if (&p == awaited || p.completed || !p.error.empty())
+      continue;
+    p.completed = r.backend->test(*p.request, p.error);
+  }
+}
+
+/// Waits for `request` (tracked as `awaited`, or untracked: null) for at
+/// most the run's timeout; past it, the job ends with what was waited for.
+/// Backends cannot time out a wait, so this polls, and it polls the other
+/// collectives in flight with it, so that they progress too.
 void waitTimed(Request &request, const char *call, int64_t meshShape,
-               int64_t axesMask) {
+               int64_t axesMask, Pending *awaited = nullptr) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   Runtime &r = rt();
@@ -208,13 +230,18 @@ void waitTimed(Request &request, const char *call, int64_t meshShape,
          leftRank, leftWhy.c_str(), where.c_str(), stepText(r.step).c_str());
   };
   for (unsigned spins = 0;; ++spins) {
-    if (r.backend->test(request, error))
+    if (awaited && awaited->completed)
+      return;
+    if (awaited && !awaited->error.empty())
+      error = awaited->error;
+    else if (r.backend->test(request, error))
       return;
     if (!error.empty()) {
       if (r.backend->leftBefore(error, kLeftGraceSeconds, leftRank, leftWhy))
         endForLeft();
       fail(call, "%s", error.c_str());
     }
+    pollPending(awaited);
     // Spin first (a collective usually completes within microseconds),
     // then yield the core to the ranks it is waiting for.
     if (spins < 1024)
@@ -423,6 +450,13 @@ bool wantGloo() {
 } // namespace
 
 namespace spmd::runtime {
+void progressCollectives() {
+  Runtime &r = rt();
+  if (r.pending.empty() || std::this_thread::get_id() != r.owner)
+    return;
+  pollPending(nullptr);
+}
+
 void failSetup(const char *call, const char *message) {
   // No backend yet: the rank the launcher gave, for the message.
   const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
@@ -459,6 +493,7 @@ void spmdInit(void) {
     spmd::runtime::failSetup("spmdInit", error.c_str());
   r.rank = r.backend->worldRank();
   r.size = r.backend->worldSize();
+  r.owner = std::this_thread::get_id();
   // OpenBLAS (the runtime's own spmdSgemm) to the rank's share of the
   // node's cores; a BLAS without this call keeps its own setting.
   r.threads = spmd::runtime::threadBudget().threads;
@@ -757,7 +792,7 @@ void spmdWait(int64_t handle) {
   }
   Pending &p = it->second;
   int64_t waitStart = p.startNs ? spmd::trace::now() : 0;
-  waitTimed(*p.request, p.call, p.meshShape, p.axesMask);
+  waitTimed(*p.request, p.call, p.meshShape, p.axesMask, &p);
   if (p.finish)
     p.finish(p);
   if (p.startNs && spmd::trace::on()) {
@@ -771,6 +806,13 @@ void spmdWait(int64_t handle) {
                         args, spmd::trace::kComputeThread);
   }
   r.pending.erase(it);
+}
+
+int64_t spmdCollectivesInFlight(void) {
+  const std::map<int64_t, Pending> &pending = rt().pending;
+  return std::count_if(pending.begin(), pending.end(), [](const auto &entry) {
+    return !entry.second.completed;
+  });
 }
 
 void spmdAllReduce(int64_t in, int64_t out, int64_t count, int32_t dtype,
