@@ -421,7 +421,8 @@ class CompiledStep:
         dp = self.data_parallel
         return _toolchain.pipeline(
             self.passes, bucket_bytes=_bucket_bytes(dp),
-            regather=dp.fully_shard and dp.reshard_after_forward)
+            regather=dp.fully_shard and dp.reshard_after_forward,
+            prefetch=dp.fully_shard)
 
     def _signature(self, leaves):
         key = []
