@@ -1,5 +1,4 @@
-//===- Progress.h - collectives that move while the program computes
-//-------===//
+//===- Progress.h - collectives move while the program computes -*- C++ -*-===//
 //
 // The MPI backend's collectives move only when polled: a ring starts its next
 // step, and Open MPI's shared-memory transport serves a peer's rendezvous

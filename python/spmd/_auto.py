@@ -32,8 +32,8 @@ Tensor-parallel plans and other mesh shapes are not searched
 
 import contextlib
 import hashlib
-import math
 import json
+import math
 import os
 import platform
 import re
