@@ -598,6 +598,93 @@ def SpmdDedupCollectivesPass
   }];
 }
 
+def SpmdAutoShardPass : Pass<"spmd-auto-shard", "::mlir::ModuleOp"> {
+  let summary = "Chooses per parameter: replicated or sharded, from a cost model";
+  let description = [{
+    Automatic data parallelism on a global program (before
+    `spmd-distribute`): for each parameter an optimizer op (`spmd.adam`,
+    `spmd.sgd`) updates, it chooses between keeping it replicated (DDP:
+    its gradient all-reduced) and sharding it on dimension 0 along one mesh
+    axis (FSDP / ZeRO-3: the parameter all-gathered where the step uses it,
+    its gradient reduce-scattered, the optimizer updating this rank's chunk
+    only), minimizing the modeled time of the step's communication and
+    update under a memory limit per rank.
+
+    Per parameter of `B` bytes, with `S` bytes of companions (its optimizer
+    states of its type: `exp_avgs`, `exp_avg_sqs`, `max_exp_avg_sqs`,
+    `momentum_buffers`; and its `gradient` state `<name>.grad`), on an axis
+    of `n` ranks (chunk `c` bytes: `ceil(dim0 / n)` rows):
+
+    ```
+    replicated: all_reduce(B)                                  memory B + S
+                update 2 (2B + S) / memory bandwidth
+    sharded:    all_gather(c) (twice with reshard-after-forward)
+                + reduce_scatter(B)                            memory (B + S) c / B
+                update 2 (2B + S) c / B / memory bandwidth     + the gathered copies
+    ```
+
+    where a collective of `x` bytes per rank costs its kind's latency plus
+    `x` over its bandwidth. The gathered copies count `B` per sharded
+    parameter for the whole step, or, with `reshard-after-forward`, twice
+    the largest sharded parameter. Each parameter first takes its faster
+    choice; while the state, the gathered copies and `reserve` exceed
+    `memory-limit`, the replicated parameter that saves the most memory per
+    modeled second added is sharded. The figures come from `calibration`,
+    a JSON file of the keys `spmd.Auto` measures and stores in the compile
+    cache (`calibration-*.json`: `memory_gbps`, and `<kind>_latency_us`,
+    `<kind>_gbps` for `all_reduce`, `all_gather`, `reduce_scatter`;
+    `gemm_gflops` is read and unused: data parallelism leaves the FLOPs per
+    rank alone); without it, 10 GB/s and every collective 100 us + 2 GB/s.
+
+    A sharded parameter's state, its companions and its gradient state get
+    `spec = <@mesh, [..., shard<0>, ...]>`, and each of its loads is
+    redistributed to replicated along that axis for every use but the
+    optimizer's `params` operand, as `DataParallel("fully_shard")` writes
+    it. Parameters of rank 0, ones whose state or companions already have a
+    spec, and ones no optimizer op updates are left as they are.
+
+    Unsupported, diagnosed: a limit that even every parameter sharded
+    exceeds (the error gives the bytes needed), a calibration file that
+    cannot be read or lacks a key, a mesh that is not there. Not modeled:
+    activations and other transients (give them as `reserve`; spmd.Auto
+    uses the planned peak of the lowered program instead), tensor-parallel
+    splits, and other mesh shapes.
+
+    ```mlir
+    // spmd-opt --spmd-auto-shard="memory-limit=1000000 report=true"
+    spmd.mesh @world(shape = 2)
+    spmd.state @"w" : tensor<512x256xf32> role = param
+    spmd.state @"w.exp_avg" : tensor<512x256xf32> role = optimizer_state
+    // becomes, where replicated state does not fit in 1 MB per rank:
+    spmd.state @"w" : tensor<512x256xf32> role = param spec = <@world, [shard<0>]>
+    spmd.state @"w.exp_avg" : tensor<512x256xf32> role = optimizer_state spec = <@world, [shard<0>]>
+    // and in the step:
+    %w = spmd.load @"w" : tensor<512x256xf32>
+    %whole = spmd.redistribute %w to <@world, [replicate]> : tensor<512x256xf32>
+    ```
+  }];
+  let options = [
+    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
+           "bytes per rank the step's state, gathered copies and reserve "
+           "may take (0: no limit)">,
+    Option<"reserve", "reserve", "int64_t", /*default=*/"0",
+           "bytes per rank kept for what the model does not count "
+           "(activations, other transients)">,
+    Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
+           "a JSON file of measured figures (spmd.Auto's calibration-*.json)">,
+    Option<"reshardAfterForward", "reshard-after-forward", "bool",
+           /*default=*/"false",
+           "sharded parameters are gathered again for the backward "
+           "(spmd-regather-parameters): two gathers, less memory">,
+    Option<"meshName", "mesh", "std::string", /*default=*/"\"\"",
+           "the mesh to shard over (default: the module's only mesh)">,
+    Option<"axis", "axis", "int64_t", /*default=*/"0",
+           "the mesh axis parameters are sharded along (the batch's)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "a remark per parameter and one for the plan">,
+  ];
+}
+
 def SpmdDistributePass : Pass<"spmd-distribute", "::mlir::ModuleOp"> {
   let summary = "Distributes a global program: propagate, expand, dedup, canonicalize";
   let description = [{
