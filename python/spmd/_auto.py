@@ -25,9 +25,15 @@ the figures instead of measuring them: the same figures give the same plan
 whatever else runs on the machine at the first call.
 
 Candidates today: DataParallel("replicate"), DataParallel("fully_shard")
-with and without reshard_after_forward, on the one-axis mesh of every rank.
-Tensor-parallel plans and other mesh shapes are not searched
-(docs/Limits.md).
+with and without reshard_after_forward, on the one-axis mesh of every rank,
+and a per-parameter mix: the dialect's spmd-auto-shard pass, given the
+replicate program, the limit, the same figures and replicate's planned
+activations and communication buffers as its reserve, shards the parameters whose state must go
+and keeps the rest replicated (DataParallel("fully_shard",
+sharded_params=..., reshard_after_forward=False)); the mix is weighed as
+the others are (lowered, its peak planned), and only when it is neither
+none nor all of the parameters. Tensor-parallel plans and other mesh
+shapes are not searched (docs/Limits.md).
 """
 
 import contextlib
@@ -37,11 +43,12 @@ import math
 import os
 import platform
 import re
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
@@ -56,6 +63,9 @@ _CALIBRATION_VERSION = 1
 # large for the bandwidth.
 _SMALL, _LARGE = 64 * 1024, 8 * 1024 * 1024
 _KINDS = ("all_reduce", "all_gather", "reduce_scatter")
+# The stored choice's version: a change in the candidates weighed (2: the
+# per-parameter mix) makes stored choices stale.
+_DECISION_VERSION = 2
 
 
 @dataclass
@@ -72,6 +82,10 @@ class Candidate:
     communication_s: float = 0.0
     collectives: int = 0
     fits: bool = True
+    # The planned activations and communication buffers (rank 0's
+    # evaluation only): spmd-auto-shard's reserve for what its model does
+    # not count.
+    unmodeled: int = 0
 
     @property
     def step_s(self) -> float:
@@ -115,11 +129,26 @@ class AutoPlan:
         return "\n".join(lines)
 
 
-def candidates(auto) -> List[Candidate]:
-    """The strategies spmd.Auto weighs, as DataParallel modes."""
+def _common(auto) -> dict:
+    return dict(input_batch_dim=auto.input_batch_dim, inputs=auto.inputs,
+                bucket_cap_mb=auto.bucket_cap_mb)
+
+
+def mix_candidate(auto, names: Tuple[str, ...], total: int) -> Candidate:
+    """The per-parameter plan sharding `names` (of `total` parameters)."""
     from .api import DataParallel
-    common = dict(input_batch_dim=auto.input_batch_dim, inputs=auto.inputs,
-                  bucket_cap_mb=auto.bucket_cap_mb)
+    return Candidate(
+        f"DataParallel('fully_shard', sharded_params=<{len(names)} of "
+        f"{total}: spmd-auto-shard>, reshard_after_forward=False)",
+        DataParallel("fully_shard", reshard_after_forward=False,
+                     sharded_params=names, **_common(auto)))
+
+
+def candidates(auto) -> List[Candidate]:
+    """The hand-written strategies spmd.Auto weighs, as DataParallel
+    modes."""
+    from .api import DataParallel
+    common = _common(auto)
     return [
         Candidate("DataParallel('replicate')",
                   DataParallel("replicate", **common)),
@@ -434,6 +463,72 @@ def _evaluate(step, cand: Candidate, args, kwargs, cal, work: Path):
         plan = _explain._plan(spmd_opt, where)
         if plan is not None:
             cand.peak = cand.state + plan[0]
+            cand.unmodeled = plan[1] + plan[3]
+
+
+# A parameter state spmd-auto-shard sharded: its symbol, bare or quoted.
+_SHARDED_PARAM = re.compile(
+    r'^\s*spmd\.state @(?:"((?:[^"\\]|\\.)*)"|([^\s:]+)) : \S+ '
+    r'role = param spec = ', re.M)
+
+
+def _model_of(args, kwargs):
+    from torch.utils import _pytree as pytree
+    leaves, _ = pytree.tree_flatten((args, kwargs))
+    return next((x for x in leaves if isinstance(x, torch.nn.Module)), None)
+
+
+def per_parameter(step, args, kwargs, replicate: Candidate, limit: int,
+                  cal: Dict[str, float], work: Path) -> Optional[tuple]:
+    """The parameters spmd-auto-shard shards in the replicate program under
+    `limit` (replicate's planned activations and communication buffers kept
+    as its reserve), by FQN;
+    None where its plan does not fit either."""
+    from .api import _model_prefix
+    model = _model_of(args, kwargs)
+    if model is None:
+        return None
+    step._use(replicate.parallel)
+    _, program = step._trace(args, kwargs)
+    where = work / "spmd-auto-shard"
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "calibration.json").write_text(json.dumps(cal))
+    (where / "global.mlir").write_text(program.text)
+    reserve = replicate.unmodeled
+    option = (f"--spmd-auto-shard=memory-limit={limit} reserve={reserve} "
+              f"calibration={where / 'calibration.json'}")
+    spmd_opt = _toolchain.build_dir() / "bin" / "spmd-opt"
+    proc = subprocess.run(
+        [str(spmd_opt), str(where / "global.mlir"), option, "-o",
+         str(where / "sharded.mlir")], capture_output=True, text=True)
+    if proc.returncode != 0:
+        if "does not fit the memory limit" in proc.stderr:
+            return None
+        raise _toolchain.CompileError(
+            "spmd-opt --spmd-auto-shard failed:\n" + proc.stderr.strip())
+    prefix = _model_prefix(model)
+    chosen = set()
+    for quoted, bare in _SHARDED_PARAM.findall(
+            (where / "sharded.mlir").read_text()):
+        name = bare or re.sub(r"\\(.)", r"\1", quoted)
+        if name.startswith(prefix):
+            chosen.add(name[len(prefix):])
+    return tuple(n for n, _ in model.named_parameters() if n in chosen)
+
+
+def _share_selection(model, names: Optional[tuple]) -> Optional[tuple]:
+    """Rank 0's per-parameter selection on every rank (one collective over
+    the model's parameters, in their order)."""
+    params = [n for n, _ in model.named_parameters()]
+    if _runtime.rank() == 0:
+        chosen = set(names or ())
+        values = [int(names is not None)] + [int(n in chosen) for n in params]
+    else:
+        values = [-1] * (1 + len(params))
+    values = _runtime._all_reduce_i64(values, "MAX")
+    if not values[0]:
+        return None
+    return tuple(n for n, v in zip(params, values[1:]) if v)
 
 
 def _decision_path(step, args, kwargs, limit, cal) -> Path:
@@ -441,8 +536,9 @@ def _decision_path(step, args, kwargs, limit, cal) -> Path:
     leaves, _ = pytree.tree_flatten((args, kwargs))
     model = next((x for x in leaves if isinstance(x, torch.nn.Module)), None)
     context = step._context(leaves, model) if model is not None else ()
-    key = repr((context, _runtime.world_size(), _runtime.target(), limit,
-                sorted(cal.items()), step.auto, step.passes))
+    key = repr((_DECISION_VERSION, context, _runtime.world_size(),
+                _runtime.target(), limit, sorted(cal.items()), step.auto,
+                step.passes))
     digest = hashlib.sha256(key.encode()).hexdigest()[:24]
     return _toolchain.cache_dir() / f"auto-{digest}.json"
 
@@ -486,12 +582,17 @@ def choose(step, args, kwargs) -> AutoPlan:
     start = time.perf_counter()
     cal = calibration(auto.calibration)
     cands = candidates(auto)
-    error, from_cache = None, False
+    model = _model_of(args, kwargs)
+    total = 0 if model is None else len(list(model.parameters()))
+    error, from_cache, mix = None, False, None
     if _runtime.rank() == 0:
         try:
             path = _decision_path(step, args, kwargs, limit, cal)
             stored = json.loads(path.read_text()) if path.exists() else None
             if stored is not None:
+                if stored.get("sharded_params") is not None:
+                    mix = tuple(stored["sharded_params"])
+                    cands.append(mix_candidate(auto, mix, total))
                 for cand, figures in zip(cands, stored["candidates"]):
                     for k, v in figures.items():
                         setattr(cand, k, v)
@@ -507,12 +608,29 @@ def choose(step, args, kwargs) -> AutoPlan:
                     with _progress.phase("auto: candidates"):
                         for cand in cands:
                             _evaluate(step, cand, args, kwargs, cal, work)
-                _toolchain.write_whole(path, json.dumps({"candidates": [
-                    {k: getattr(c, k) for k in _FIGURES} for c in cands]})
-                    .encode())
+                        # The mix only where it is neither hand-written
+                        # plan (none or every parameter sharded).
+                        mix = per_parameter(step, args, kwargs, cands[0],
+                                            limit, cal, work)
+                        if mix is not None and 0 < len(mix) < len(
+                                [n for n, p in model.named_parameters()
+                                 if p.dim() >= 1]):
+                            cands.append(mix_candidate(auto, mix, total))
+                            _evaluate(step, cands[-1], args, kwargs, cal,
+                                      work)
+                        else:
+                            mix = None
+                _toolchain.write_whole(path, json.dumps({
+                    "candidates": [{k: getattr(c, k) for k in _FIGURES}
+                                   for c in cands],
+                    "sharded_params": mix}).encode())
         except Exception as err:  # every rank raises it (agree_on_failure)
             error = err
     _runtime.agree_on_failure(error)
+    if model is not None:
+        mix = _share_selection(model, mix)
+        if mix is not None and _runtime.rank() != 0:
+            cands.append(mix_candidate(auto, mix, total))
     _share(cands)
     for cand in cands:
         cand.fits = cand.peak is None or cand.peak <= limit

@@ -6,7 +6,7 @@ import itertools
 import weakref
 import subprocess
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Union
+from typing import Callable, List, Optional, Tuple, Union
 
 import torch
 from torch.nn.utils._named_member_accessor import NamedMemberAccessor
@@ -76,12 +76,20 @@ class DataParallel:
 
     bucket_cap_mb: the gradients' all-reduces are merged into buckets of at
     most this many MiB (the first one 1 MiB), as DDP's `bucket_cap_mb`
-    (spmd-bucket-collectives); 0 reduces each gradient by itself."""
+    (spmd-bucket-collectives); 0 reduces each gradient by itself.
+
+    sharded_params (fully_shard): the FQNs of the parameters to shard
+    (default None: every parameter of rank >= 1); the others are
+    replicated as under "replicate", their gradients all-reduced. A mix
+    shards the large tensors whose state does not fit and keeps the
+    communication of the small ones; spmd.Auto's per-parameter plan
+    (spmd-auto-shard) is one."""
     parallel_style: str = "replicate"
     input_batch_dim: int = 0
     inputs: Optional[Placement] = None
     bucket_cap_mb: float = 25.0
     reshard_after_forward: bool = True
+    sharded_params: Optional[Tuple[str, ...]] = None
 
     def __post_init__(self):
         if self.parallel_style not in ("replicate", "fully_shard"):
@@ -90,6 +98,19 @@ class DataParallel:
                 f"\"fully_shard\", got {self.parallel_style!r}")
         if self.input_batch_dim < 0:
             raise ValueError("DataParallel(input_batch_dim=...) must be >= 0")
+        if self.sharded_params is not None:
+            if not self.fully_shard:
+                raise ValueError(
+                    "DataParallel(sharded_params=...) names the parameters "
+                    "\"fully_shard\" shards; under "
+                    f"{self.parallel_style!r} nothing is sharded")
+            if isinstance(self.sharded_params, str) or not all(
+                    isinstance(n, str) for n in self.sharded_params):
+                raise ValueError("DataParallel(sharded_params=...) is a "
+                                 "sequence of parameter names (FQNs)")
+            # Frozen: a tuple, in a fixed order (the program cache's key).
+            object.__setattr__(self, "sharded_params",
+                               tuple(sorted(set(self.sharded_params))))
 
     @property
     def input_placement(self) -> Placement:
@@ -211,9 +232,25 @@ def _layouts(parallel, model, world):
     params = dict(model.named_parameters()) if model is not None else {}
     if isinstance(parallel, DataParallel):
         mesh = (world,)
+        chosen = parallel.sharded_params
+        if chosen is not None and model is not None:
+            unknown = sorted(set(chosen) - set(params))
+            if unknown:
+                raise UnsupportedError(
+                    "spmd.compile: DataParallel(sharded_params=...) names "
+                    f"{', '.join(map(repr, unknown[:5]))}, not parameters "
+                    "of the model", hint="name parameters as "
+                    "model.named_parameters() does")
         layouts = {n: (0,) for n, p in params.items()
-                   if parallel.fully_shard and p.dim() >= 1}
-        return mesh, f"DataParallel({parallel.parallel_style!r})", layouts, 0
+                   if parallel.fully_shard and p.dim() >= 1 and
+                   (chosen is None or n in chosen)}
+        name = f"DataParallel({parallel.parallel_style!r})"
+        if chosen is not None:
+            # Two selections are two layouts (check_style tells them apart).
+            digest = hashlib.sha256("\0".join(chosen).encode()).hexdigest()
+            name = (f"DataParallel('fully_shard', sharded_params=<{len(chosen)}"
+                    f" of {len(params)}, {digest[:8]}>)")
+        return mesh, name, layouts, 0
     tp = parallel.tp_size
     if world % tp:
         raise UnsupportedError(

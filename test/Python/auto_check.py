@@ -2,18 +2,19 @@
 """spmd.Auto on 2 ranks: a small GPT-shaped model with AdamW whose best
 plan changes with the memory limit.
 
-    auto_check.py choose LIMIT   LIMIT: "none" (the machine's; with the
-                                 fixed figures FIXED, so the choice does
-                                 not depend on the machine's load),
+    auto_check.py choose LIMIT   LIMIT: "none" (the machine's) or
                                  "between" (below replicate's planned
-                                 peak, above fully_shard's), "below"
-                                 (under every candidate's; both with
+                                 peak, above fully_shard's), both with
+                                 the fixed figures FIXED, so the choice
+                                 does not depend on the machine's load;
+                                 "below" (under every candidate's, with
                                  this job's measured figures). Prints the
                                  choice and the
                                  candidates; runs 3 steps against the
                                  same model on one device (the contract)
                                  and checks that the parameters are
-                                 sharded as chosen and every rank chose
+                                 sharded as chosen (each one the plan
+                                 shards, no other) and every rank chose
                                  the same.
 """
 
@@ -93,7 +94,7 @@ def main():
     ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-3)
     compiled = spmd.compile(parallel_mode=spmd.Auto(
         memory_limit=limit,
-        calibration=FIXED if which == "none" else None))(step)
+        calibration=FIXED if which in ("none", "between") else None))(step)
     try:
         for x, y in batches():
             loss = compiled(model, opt, x[rank:rank + 1], y[rank:rank + 1])
@@ -110,10 +111,17 @@ def main():
         int.from_bytes(chosen.encode()[-7:], "little"))
     full = spmd.full_state_dict(model, opt)[0] \
         if "fully_shard" in chosen else model.state_dict()
-    local = model.state_dict()["blocks.0.up.weight"] \
-        if "blocks.0.up.weight" in model.state_dict() else None
-    sharded = local is not None and \
-        local.shape != full["blocks.0.up.weight"].shape
+    # Each parameter is this rank's chunk exactly where the plan shards it
+    # (every one under fully_shard, those it names under a per-parameter
+    # plan, none under replicate); a parameter of one row is its own chunk.
+    dp = plan.chosen.parallel
+    local = model.state_dict()
+    rows = [n for n, p in reference.named_parameters() if p.shape[0] > 1]
+    planned = {n for n in rows if dp.fully_shard and (
+        dp.sharded_params is None or n in dp.sharded_params)}
+    actual = {n for n in rows if local[n].shape != full[n].shape}
+    sharded = f"{len(actual)} of {len(rows)}" + (
+        "" if actual == planned else f" WRONG (planned {sorted(planned)})")
     worst = max(float((full[n] - p.detach()).abs().max())
                 for n, p in reference.named_parameters())
     exact = worst <= 1e-5

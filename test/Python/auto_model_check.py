@@ -60,3 +60,39 @@ with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
     json.dump(FIXED, f)
     f.flush()
     print(f"from a file: {spmd.Auto(calibration=f.name).calibration}")
+
+# DataParallel(sharded_params=...): a sequence of names, under fully_shard.
+for name, kwargs in (
+        ("sharded_params under replicate",
+         dict(parallel_style="replicate", sharded_params=["fc.weight"])),
+        ("sharded_params a string",
+         dict(parallel_style="fully_shard", sharded_params="fc.weight"))):
+    try:
+        spmd.DataParallel(**kwargs)
+        print(f"{name}: accepted: WRONG")
+    except ValueError as err:
+        print(f"{name}: {err}")
+print("sharded_params kept sorted: " + repr(spmd.DataParallel(
+    "fully_shard", sharded_params=["b", "a", "b"]).sharded_params))
+
+# A name that is no parameter of the model: refused at the first call.
+import torch  # noqa: E402
+
+lin = torch.nn.Linear(4, 4)
+
+
+def sgd_step(model, opt, x):
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+try:
+    spmd.compile(parallel_mode=spmd.DataParallel(
+        "fully_shard", sharded_params=["weight", "wieght"]))(sgd_step)(
+        lin, torch.optim.SGD(lin.parameters(), lr=0.1), torch.ones(2, 4))
+    print("unknown parameter: accepted: WRONG")
+except spmd.UnsupportedError as err:
+    print(f"unknown parameter: {err}")

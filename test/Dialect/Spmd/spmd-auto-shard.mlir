@@ -9,19 +9,20 @@
 // A linear layer's weight (64 KiB) and bias trained by AdamW on 4 ranks.
 // Unlimited, the default figures (every collective 100 us + 2 GB/s) favour
 // one all-reduce over a gather and a reduce-scatter: all replicated
-// (198,656 B per rank). At 150,000 B the weight is sharded (49,152 B, its
-// gathered copy 65,536 B); the bias, whose chunk saves 1 KiB for 99 us
-// more, is not. 100,000 B is below every plan (115,712 B).
+// (264,704 B per rank: each parameter, its gradient and its companions).
+// At 150,000 B the weight is sharded (65,536 B, its gathered copy 65,536
+// B); the bias, whose chunk saves 1,408 B for 99 us more, is not. 100,000 B
+// is below every plan (132,224 B).
 
-// expected-remark@+1 {{spmd-auto-shard: 0 of 2 parameters sharded along @world axis 0 (0 B of 66048 B); modeled communication and update 0.286 ms (all replicated 0.286 ms); state and gathered copies 198656 B per rank (all replicated 198656 B)}}
+// expected-remark@+1 {{spmd-auto-shard: 0 of 2 parameters sharded along @world axis 0 (0 B of 66048 B); modeled communication and update 0.286 ms (all replicated 0.286 ms); state and gathered copies 264704 B per rank (all replicated 264704 B)}}
 module {
   spmd.mesh @world(shape = 4)
-  // expected-remark@+1 {{replicated: replicated 0.185 ms, sharded 0.254 ms; memory 196608 -> 49152 bytes per rank (+ 65536 gathered)}}
+  // expected-remark@+1 {{replicated: replicated 0.185 ms, sharded 0.254 ms; memory 262144 -> 65536 bytes per rank (+ 65536 gathered)}}
   spmd.state @"fc.weight" : tensor<128x128xf32> role = param
   spmd.state @"fc.weight.exp_avg" : tensor<128x128xf32> role = optimizer_state
   spmd.state @"fc.weight.exp_avg_sq" : tensor<128x128xf32> role = optimizer_state
   spmd.state @"fc.weight.step" : tensor<f32> role = optimizer_state
-  // expected-remark@+1 {{replicated: replicated 0.101 ms, sharded 0.200 ms; memory 2048 -> 512 bytes per rank (+ 512 gathered)}}
+  // expected-remark@+1 {{replicated: replicated 0.101 ms, sharded 0.200 ms; memory 2560 -> 640 bytes per rank (+ 512 gathered)}}
   spmd.state @"fc.bias" : tensor<128xf32> role = param
   spmd.state @"fc.bias.exp_avg" : tensor<128xf32> role = optimizer_state
   spmd.state @"fc.bias.exp_avg_sq" : tensor<128xf32> role = optimizer_state
@@ -64,7 +65,7 @@ module {
 // LIMIT: linalg.matmul ins(%{{.*}}, %[[WHOLE]] :
 // LIMIT: spmd.adam params [%[[W]], %{{.*}}] grads
 
-// NOFIT: error: spmd-auto-shard: the step's state does not fit the memory limit of 100000 bytes per rank: the plan needs 115712 (115712 B, reserve 0 included) with every parameter that saves memory sharded; more ranks on the axis or a smaller model would fit
+// NOFIT: error: spmd-auto-shard: the step's state does not fit the memory limit of 100000 bytes per rank: the plan needs 132224 (132224 B, reserve 0 included) with every parameter that saves memory sharded; more ranks on the axis or a smaller model would fit
 
 // SLOW: spmd.state @fc.weight : tensor<128x128xf32> role = param spec = <@world, [shard<0>]>
 // SLOW: spmd.state @fc.bias : tensor<128xf32> role = param spec = <@world, [shard<0>]>

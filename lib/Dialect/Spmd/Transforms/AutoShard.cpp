@@ -106,11 +106,14 @@ struct Parameter {
   double replicatedSeconds = 0, shardedSeconds = 0;
   bool sharded = false;
 
-  int64_t replicatedMemory() const { return bytes + companionBytes; }
+  /// Its state, its companions and its gradient in the step: whole until
+  /// the update when replicated, a chunk once reduce-scattered.
+  int64_t replicatedMemory() const { return 2 * bytes + companionBytes; }
   /// Without the gathered copy (counted for the plan as a whole).
   int64_t shardedMemory() const {
-    return chunk + static_cast<int64_t>(std::ceil(
-                       static_cast<double>(companionBytes) * chunk / bytes));
+    return 2 * chunk +
+           static_cast<int64_t>(
+               std::ceil(static_cast<double>(companionBytes) * chunk / bytes));
   }
 };
 

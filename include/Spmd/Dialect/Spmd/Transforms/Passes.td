@@ -616,12 +616,16 @@ def SpmdAutoShardPass : Pass<"spmd-auto-shard", "::mlir::ModuleOp"> {
     of `n` ranks (chunk `c` bytes: `ceil(dim0 / n)` rows):
 
     ```
-    replicated: all_reduce(B)                                  memory B + S
+    replicated: all_reduce(B)                                  memory 2B + S
                 update 2 (2B + S) / memory bandwidth
     sharded:    all_gather(c) (twice with reshard-after-forward)
-                + reduce_scatter(B)                            memory (B + S) c / B
+                + reduce_scatter(B)                            memory (2B + S) c / B
                 update 2 (2B + S) c / B / memory bandwidth     + the gathered copies
     ```
+
+    (memory: the parameter, its gradient in the step -- whole until the
+    update when replicated, a chunk once reduce-scattered -- and its
+    companions)
 
     where a collective of `x` bytes per rank costs its kind's latency plus
     `x` over its bandwidth. The gathered copies count `B` per sharded
@@ -646,16 +650,19 @@ def SpmdAutoShardPass : Pass<"spmd-auto-shard", "::mlir::ModuleOp"> {
     Unsupported, diagnosed: a limit that even every parameter sharded
     exceeds (the error gives the bytes needed), a calibration file that
     cannot be read or lacks a key, a mesh that is not there. Not modeled:
-    activations and other transients (give them as `reserve`; spmd.Auto
-    uses the planned peak of the lowered program instead), tensor-parallel
+    activations and communication buffers (give them as `reserve`;
+    spmd.Auto gives the replicated program's planned activations, then
+    weighs the plan by its lowered program's planned peak), tensor-parallel
     splits, and other mesh shapes.
 
     ```mlir
-    // spmd-opt --spmd-auto-shard="memory-limit=1000000 report=true"
+    // spmd-opt --spmd-auto-shard="memory-limit=1400000 report=true"
+    // (replicated, w, its gradient and exp_avg take 1.5 MiB per rank;
+    // sharded, 768 KiB and its gathered copy 512 KiB)
     spmd.mesh @world(shape = 2)
     spmd.state @"w" : tensor<512x256xf32> role = param
     spmd.state @"w.exp_avg" : tensor<512x256xf32> role = optimizer_state
-    // becomes, where replicated state does not fit in 1 MB per rank:
+    // becomes:
     spmd.state @"w" : tensor<512x256xf32> role = param spec = <@world, [shard<0>]>
     spmd.state @"w.exp_avg" : tensor<512x256xf32> role = optimizer_state spec = <@world, [shard<0>]>
     // and in the step:
@@ -669,7 +676,7 @@ def SpmdAutoShardPass : Pass<"spmd-auto-shard", "::mlir::ModuleOp"> {
            "may take (0: no limit)">,
     Option<"reserve", "reserve", "int64_t", /*default=*/"0",
            "bytes per rank kept for what the model does not count "
-           "(activations, other transients)">,
+           "(activations, communication buffers)">,
     Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
            "a JSON file of measured figures (spmd.Auto's calibration-*.json)">,
     Option<"reshardAfterForward", "reshard-after-forward", "bool",
