@@ -46,6 +46,7 @@ import re
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -450,13 +451,21 @@ def _model(cand: Candidate, local_text: str, report: List[dict],
     cand.collectives = len(collectives)
 
 
-def _evaluate(step, cand: Candidate, args, kwargs, cal, work: Path):
+def _prepare(step, cand: Candidate, args, kwargs, work: Path):
+    """`cand`'s global program and pipeline, and the directory its stages
+    go to (this thread: it compiles with the step)."""
     step._use(cand.parallel)
     _, program = step._trace(args, kwargs)
     where = work / re.sub(r"[^a-z_]+", "-", cand.name.lower()).strip("-")
     where.mkdir(parents=True, exist_ok=True)
+    return program.text, step.pipeline(), where
+
+
+def _lower(cand: Candidate, text: str, pipeline: str, where: Path, cal):
+    """Distributes and lowers `cand`'s program and reads off its figures
+    (spmd-opt processes only: candidates run side by side)."""
     spmd_opt = _toolchain.build_dir() / "bin" / "spmd-opt"
-    local = _toolchain.distribute(program.text, step.pipeline(), where)
+    local = _toolchain.distribute(text, pipeline, where)
     report = _explain._report(spmd_opt, local)
     _model(cand, local.read_text(), report, cal)
     if _runtime.target() == _device.CPU:
@@ -464,6 +473,41 @@ def _evaluate(step, cand: Candidate, args, kwargs, cal, work: Path):
         if plan is not None:
             cand.peak = cand.state + plan[0]
             cand.unmodeled = plan[1] + plan[3]
+
+
+def _workers() -> int:
+    """Candidates lowered at once on rank 0: its cores (the other ranks
+    sleep in the collective that waits for the choice)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def _evaluate_all(step, auto, cands: List[Candidate], args, kwargs, cal,
+                  limit: int, work: Path, parameters: int):
+    """Weighs the hand-written candidates side by side, then the
+    per-parameter mix (its reserve is replicate's plan, the first
+    candidate's); returns the mix's selection (None: no mix weighed)."""
+    prepared = [_prepare(step, c, args, kwargs, work) for c in cands]
+    with ThreadPoolExecutor(max_workers=_workers()) as pool:
+        futures = [pool.submit(_lower, c, *p, cal)
+                   for c, p in zip(cands, prepared)]
+        futures[0].result()
+        mix = per_parameter(step, args, kwargs, cands[0], limit, cal, work)
+        # Only where it is neither hand-written plan (no parameter or every
+        # shardable one sharded).
+        if mix is not None and 0 < len(mix) < parameters:
+            cands.append(mix_candidate(auto, mix, len(list(
+                _model_of(args, kwargs).parameters()))))
+            futures.append(pool.submit(
+                _lower, cands[-1], *_prepare(step, cands[-1], args, kwargs,
+                                             work), cal))
+        else:
+            mix = None
+        for f in futures:
+            f.result()
+    return mix
 
 
 # A parameter state spmd-auto-shard sharded: its symbol, bare or quoted.
@@ -605,21 +649,11 @@ def choose(step, args, kwargs) -> AutoPlan:
                     work = Path(dump) / "auto" if dump else Path(
                         stack.enter_context(tempfile.TemporaryDirectory(
                             prefix="spmd-auto-")))
+                    shardable = 0 if model is None else sum(
+                        p.dim() >= 1 for p in model.parameters())
                     with _progress.phase("auto: candidates"):
-                        for cand in cands:
-                            _evaluate(step, cand, args, kwargs, cal, work)
-                        # The mix only where it is neither hand-written
-                        # plan (none or every parameter sharded).
-                        mix = per_parameter(step, args, kwargs, cands[0],
-                                            limit, cal, work)
-                        if mix is not None and 0 < len(mix) < len(
-                                [n for n, p in model.named_parameters()
-                                 if p.dim() >= 1]):
-                            cands.append(mix_candidate(auto, mix, total))
-                            _evaluate(step, cands[-1], args, kwargs, cal,
-                                      work)
-                        else:
-                            mix = None
+                        mix = _evaluate_all(step, auto, cands, args, kwargs,
+                                            cal, limit, work, shardable)
                 _toolchain.write_whole(path, json.dumps({
                     "candidates": [{k: getattr(c, k) for k in _FIGURES}
                                    for c in cands],

@@ -9,6 +9,7 @@ phase on every call that compiles, and the kept work directory.
 import contextlib
 import os
 import sys
+import threading
 import time
 
 ANNOUNCE_AFTER = 2.0
@@ -19,7 +20,8 @@ def verbose() -> bool:
 
 
 class CompileLog:
-    """The phases of one compile, in order: [(name, seconds)]."""
+    """The phases of one compile, in order: [(name, seconds)] (phases may
+    end in several threads: spmd.Auto lowers candidates side by side)."""
 
     def __init__(self, what: str, rank: int):
         self.what = what
@@ -27,6 +29,7 @@ class CompileLog:
         self.phases = []
         self.start = time.perf_counter()
         self.printed = 0
+        self.lock = threading.Lock()
 
     def _speak(self) -> bool:
         if self.rank != 0:
@@ -47,8 +50,9 @@ class CompileLog:
         try:
             yield
         finally:
-            self.phases.append((name, time.perf_counter() - t0))
-            self._flush()
+            with self.lock:
+                self.phases.append((name, time.perf_counter() - t0))
+                self._flush()
 
     def note(self, line: str):
         """A line printed with SPMD_VERBOSE=1 (rank 0)."""
