@@ -11,10 +11,15 @@ rank count it prints:
     parameters and optimizer state), against one replicated copy;
   * peak RSS per rank (VmHWM), and the steady step median.
 The target (issue #15): fully_shard's state per rank <= 1/N of replicate's
-+ 10%; its step time <= FSDP2's.
++ 10%; its step time <= FSDP2's. `--auto` also runs spmd.Auto (under
+`--memory-limit` MiB per rank, default the machine's) and fully_shard
+without resharding, and prints Auto's choice against every hand-written
+strategy measured (issue #45: its step / the best that fits, and the rank
+correlation of modeled against measured steps).
 
     python3 bench/fsdp.py [--ranks 2 4] [--layers 8] [--width 2048]
     python3 bench/fsdp.py --model gpt-small --batch 16 --ranks 2
+    python3 bench/fsdp.py --auto [--memory-limit MIB]
 """
 
 import argparse
@@ -27,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from auto_report import auto_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -113,14 +120,24 @@ def worker(args):
         style = args.worker.split("-", 1)[1]
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         body = step
-        step = spmd.compile(parallel_mode=spmd.DataParallel(
-            parallel_style=style))(body)
-        # Collective calls per step, bucketed (the default) and not: the
-        # local program has no loops, so its collectives are the calls.
-        unbucketed = spmd.compile(parallel_mode=spmd.DataParallel(
-            parallel_style=style, bucket_cap_mb=0))(body)
+        if style == "auto":
+            limit = args.memory_limit and int(args.memory_limit * 2**20)
+            modes = {"bucketed": spmd.Auto(memory_limit=limit)}
+        elif style == "fully_shard_keep":
+            modes = {"bucketed": spmd.DataParallel(
+                "fully_shard", reshard_after_forward=False)}
+        else:
+            # Collective calls per step, bucketed (the default) and not:
+            # the local program has no loops, so its collectives are the
+            # calls.
+            modes = {"bucketed": spmd.DataParallel(parallel_style=style),
+                     "unbucketed": spmd.DataParallel(parallel_style=style,
+                                                     bucket_cap_mb=0)}
+        steps = {name: spmd.compile(parallel_mode=mode)(body)
+                 for name, mode in modes.items()}
+        step = steps["bucketed"]
         calls = {}
-        for name, s in (("bucketed", step), ("unbucketed", unbucketed)):
+        for name, s in steps.items():
             with contextlib.redirect_stdout(io.StringIO()):
                 calls[name] = collective_calls(spmd.explain(
                     s, model, opt, *batch(args, torch, world, 0)))
@@ -158,6 +175,12 @@ def worker(args):
                   rss=peak_rss_mib(), state=local_state_bytes(model, opt),
                   replicated=replicated_bytes, calls=calls,
                   program_peak=program_peak)
+    plan = getattr(step, "auto_plan", None)
+    if plan is not None:
+        result["auto"] = dict(
+            chosen=plan.chosen.name, limit=plan.limit, seconds=plan.seconds,
+            modeled={c.name: dict(step=c.step_s, peak=c.peak, fits=c.fits)
+                     for c in plan.candidates})
     with open(f"{args.out}.{rank}", "w") as f:
         json.dump(result, f)
 
@@ -170,6 +193,8 @@ def launch(mode, ranks, args, tmp):
            "--layers", str(args.layers),
            "--width", str(args.width), "--batch", str(args.batch),
            "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    if args.memory_limit:
+        cmd += ["--memory-limit", str(args.memory_limit)]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(29500 + ranks), OMP_NUM_THREADS="1")
@@ -195,10 +220,17 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--auto", action="store_true",
+                        help="also spmd.Auto and fully_shard without "
+                        "resharding, and Auto's report")
+    parser.add_argument("--memory-limit", type=float,
+                        help="spmd.Auto's limit, MiB per rank")
     args = parser.parse_args()
     if args.worker:
         return worker(args)
     modes = ["spmd-replicate", "spmd-fully_shard", "ddp", "fsdp2"]
+    if args.auto:
+        modes[2:2] = ["spmd-fully_shard_keep", "spmd-auto"]
     mib = 1 << 20
     what = (f"{args.layers} x Linear({args.width}, {args.width})"
             if args.model == "linear" else f"bench/gpt.py {args.model}")
@@ -238,6 +270,8 @@ def main():
                   f"; fully_shard state / replicate state "
                   f"{max(r['state'] for r in runs['spmd-fully_shard']) / max(r['state'] for r in runs['spmd-replicate']):.3f}"
                   f" (target <= {1 / ranks * 1.1:.3f})")
+            if args.auto:
+                auto_report(runs, t)
 
 
 if __name__ == "__main__":

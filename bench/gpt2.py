@@ -381,57 +381,6 @@ def global_loss(rs) -> float:
     return statistics.mean(r["loss"] for r in rs)
 
 
-# spmd.Auto's candidates by the bench mode that runs each by hand.
-AUTO_CANDIDATES = {
-    "DataParallel('replicate')": "spmd-replicate",
-    "DataParallel('fully_shard')": "spmd-fully_shard",
-    "DataParallel('fully_shard', reshard_after_forward=False)":
-        "spmd-fully_shard_keep"}
-
-
-def spearman(a, b) -> float:
-    """Rank correlation of two equally long lists (no ties expected)."""
-    rank = lambda v: {x: i for i, x in enumerate(sorted(v))}  # noqa: E731
-    ra, rb = rank(a), rank(b)
-    n = len(a)
-    if n < 2:
-        return float("nan")
-    d2 = sum((ra[x] - rb[y]) ** 2 for x, y in zip(a, b))
-    return 1 - 6 * d2 / (n * (n * n - 1))
-
-
-def auto_report(runs, t):
-    """spmd.Auto's choice against the hand-written strategies measured in
-    this run: its step / the best that fits, and how the model ranks them."""
-    auto = runs.get("spmd-auto")
-    if not auto or "auto" not in auto[0]:
-        return
-    plan = auto[0]["auto"]
-    print(f"spmd.Auto chose {plan['chosen']} in {plan['seconds']:.1f} s "
-          f"(limit {plan['limit'] / 2**20:,.0f} MiB per rank); modeled "
-          "against measured step, s:")
-    modeled, measured = [], []
-    for name, m in plan["modeled"].items():
-        mode = AUTO_CANDIDATES.get(name)
-        got = t.get(mode)
-        peak = "-" if m["peak"] is None else f"{m['peak'] / 2**20:,.0f} MiB"
-        print(f"  {name}: modeled {m['step']:.2f}, measured "
-              + (f"{got:.2f}" if got else "(not run)")
-              + f", planned peak {peak}"
-              + ("" if m["fits"] else " (over the limit)"))
-        if got:
-            modeled.append(m["step"])
-            measured.append(got)
-    fitting = [t[AUTO_CANDIDATES[n]] for n, m in plan["modeled"].items()
-               if m["fits"] and AUTO_CANDIDATES.get(n) in t]
-    if fitting:
-        print(f"  spmd.Auto's step / the best hand-written one that fits: "
-              f"{t['spmd-auto'] / min(fitting):.2f} (target <= 1.10)")
-    if len(modeled) >= 2:
-        print(f"  rank correlation, modeled against measured: "
-              f"{spearman(modeled, measured):.2f} over {len(modeled)}")
-
-
 def table(args, runs, gflops, title):
     slow = lambda rs, k: max(r[k] for r in rs)  # noqa: E731
     eager = runs.get("eager")
@@ -474,6 +423,8 @@ def table(args, runs, gflops, title):
         ratios.append("spmd replicate / floor "
                       f"{t['spmd-replicate'] / floor:.2f}")
     print("ratios: " + "; ".join(ratios))
+    # Imported here: bench/gpu copies this file (for its model) alone.
+    from auto_report import auto_report
     auto_report(runs, t)
     for mode in [m for m in MODES + AC_MODES + AUTO_MODES
                  if m.startswith("spmd")]:

@@ -25,9 +25,9 @@ module {
 // -----
 
 // Two meshes: which one is not guessed.
-// expected-error@+1 {{spmd-auto-shard: the module has 2 meshes; name the one to shard over (mesh=)}}
 module {
   spmd.mesh @dp(shape = 2)
+  // expected-error@+1 {{spmd-auto-shard: the module has 2 meshes; name the one to shard over (mesh=)}}
   spmd.mesh @tp(shape = 2)
 }
 
@@ -35,7 +35,7 @@ module {
 
 // One mesh of one axis: fine unless another axis or mesh is named.
 // AXIS: :[[# @LINE + 3]]:3: error: spmd-auto-shard: axis 1 of a mesh of 1 axes
-// NAMED: :[[# @LINE + 1]]:1: error: spmd-auto-shard: no mesh @dp
+// NAMED: :[[# @LINE + 2]]:3: error: spmd-auto-shard: no mesh @dp; the module's: @world
 module {
   spmd.mesh @world(shape = 2)
 }

@@ -14,8 +14,8 @@
 // B); the bias, whose chunk saves 1,408 B for 99 us more, is not. 100,000 B
 // is below every plan (132,224 B).
 
-// expected-remark@+1 {{spmd-auto-shard: 0 of 2 parameters sharded along @world axis 0 (0 B of 66048 B); modeled communication and update 0.286 ms (all replicated 0.286 ms); state and gathered copies 264704 B per rank (all replicated 264704 B)}}
 module {
+  // expected-remark@+1 {{spmd-auto-shard: 0 of 2 parameters sharded along @world axis 0 (0 B of 66048 B); modeled communication and update 0.286 ms (all replicated 0.286 ms); state and gathered copies 264704 B per rank (all replicated 264704 B)}}
   spmd.mesh @world(shape = 4)
   // expected-remark@+1 {{replicated: replicated 0.185 ms, sharded 0.254 ms; memory 262144 -> 65536 bytes per rank (+ 65536 gathered)}}
   spmd.state @"fc.weight" : tensor<128x128xf32> role = param
@@ -65,7 +65,7 @@ module {
 // LIMIT: linalg.matmul ins(%{{.*}}, %[[WHOLE]] :
 // LIMIT: spmd.adam params [%[[W]], %{{.*}}] grads
 
-// NOFIT: error: spmd-auto-shard: the step's state does not fit the memory limit of 100000 bytes per rank: the plan needs 132224 (132224 B, reserve 0 included) with every parameter that saves memory sharded; more ranks on the axis or a smaller model would fit
+// NOFIT: :[[# @LINE - 49]]:3: error: spmd-auto-shard: the step's state does not fit the memory limit of 100000 bytes per rank: the plan needs 132224 (132224 B, reserve 0 included) with every parameter that saves memory sharded; more ranks on the axis or a smaller model would fit
 
 // SLOW: spmd.state @fc.weight : tensor<128x128xf32> role = param spec = <@world, [shard<0>]>
 // SLOW: spmd.state @fc.bias : tensor<128xf32> role = param spec = <@world, [shard<0>]>

@@ -53,12 +53,11 @@ struct Figures {
 };
 
 /// Reads `path` (a JSON object of spmd.Auto's calibration keys) into
-/// `figures`; reports what is wrong at `module`.
-LogicalResult readCalibration(StringRef path, ModuleOp module,
-                              Figures &figures) {
+/// `figures`; reports what is wrong at `at`.
+LogicalResult readCalibration(StringRef path, Operation *at, Figures &figures) {
   auto fail = [&](const Twine &why) {
-    return module.emitError()
-           << "spmd-auto-shard: calibration '" << path << "': " << why;
+    return at->emitError() << "spmd-auto-shard: calibration '" << path
+                           << "': " << why;
   };
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
@@ -155,19 +154,21 @@ struct SpmdAutoShardPass
       return signalPassFailure();
     }
     Figures figures;
+    // Diagnostics about the plan go to the mesh (a module's location
+    // prints the whole module).
     if (!calibration.empty() &&
-        failed(readCalibration(calibration, module, figures)))
+        failed(readCalibration(calibration, mesh, figures)))
       return signalPassFailure();
     if (memoryLimit < 0 || reserve < 0) {
-      module.emitError() << "spmd-auto-shard: memory-limit and reserve are "
-                            "bytes, not below 0";
+      mesh.emitError() << "spmd-auto-shard: memory-limit and reserve are "
+                          "bytes, not below 0";
       return signalPassFailure();
     }
     int64_t ranks = shape[axis];
     SmallVector<Parameter> params = collect(module);
     for (Parameter &p : params)
       model(p, ranks, figures);
-    if (failed(choose(module, params)))
+    if (failed(choose(mesh, params)))
       return signalPassFailure();
     auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
     for (Parameter &p : params)
@@ -183,12 +184,16 @@ struct SpmdAutoShardPass
       for (MeshOp m : meshes)
         if (m.getSymName() == meshName)
           return m;
-      module.emitError() << "spmd-auto-shard: no mesh @" << meshName;
+      Operation *at = meshes.empty() ? module.getOperation() : meshes[0];
+      auto diag = at->emitError() << "spmd-auto-shard: no mesh @" << meshName;
+      for (auto [i, m] : llvm::enumerate(meshes))
+        diag << (i ? ", @" : "; the module's: @") << m.getSymName();
       return {};
     }
     if (meshes.size() != 1) {
-      module.emitError() << "spmd-auto-shard: the module has " << meshes.size()
-                         << " meshes; name the one to shard over (mesh=)";
+      Operation *at = meshes.empty() ? module.getOperation() : meshes[1];
+      at->emitError() << "spmd-auto-shard: the module has " << meshes.size()
+                      << " meshes; name the one to shard over (mesh=)";
       return {};
     }
     return meshes.front();
@@ -280,7 +285,7 @@ struct SpmdAutoShardPass
     return total;
   }
 
-  LogicalResult choose(ModuleOp module, MutableArrayRef<Parameter> params) {
+  LogicalResult choose(MeshOp mesh, MutableArrayRef<Parameter> params) {
     for (Parameter &p : params)
       p.sharded = p.shardedSeconds < p.replicatedSeconds;
     if (!memoryLimit)
@@ -307,7 +312,7 @@ struct SpmdAutoShardPass
         }
       }
       if (!best) {
-        return module.emitError()
+        return mesh.emitError()
                << "spmd-auto-shard: the step's state does not fit the memory "
                   "limit of "
                << static_cast<int64_t>(memoryLimit)
@@ -386,16 +391,19 @@ struct SpmdAutoShardPass
     SmallVector<Parameter> allReplicated(params);
     for (Parameter &p : allReplicated)
       p.sharded = false;
-    module.emitRemark()
-        << "spmd-auto-shard: " << count << " of " << params.size()
-        << " parameters sharded along @" << mesh.getSymName() << " axis "
-        << static_cast<int64_t>(axis) << " (" << mib(shardedBytes) << " of "
-        << mib(allBytes) << "); modeled communication and update "
-        << llvm::formatv("{0:F3} ms (all replicated {1:F3} ms)", seconds * 1e3,
-                         replicated * 1e3)
-        << "; state and gathered copies " << mib(memory(params))
-        << " per rank (all replicated " << mib(memory(allReplicated))
-        << (memoryLimit ? ", limit " + mib(memoryLimit) : std::string()) << ")";
+    mesh.emitRemark() << "spmd-auto-shard: " << count << " of " << params.size()
+                      << " parameters sharded along @" << mesh.getSymName()
+                      << " axis " << static_cast<int64_t>(axis) << " ("
+                      << mib(shardedBytes) << " of " << mib(allBytes)
+                      << "); modeled communication and update "
+                      << llvm::formatv("{0:F3} ms (all replicated {1:F3} ms)",
+                                       seconds * 1e3, replicated * 1e3)
+                      << "; state and gathered copies " << mib(memory(params))
+                      << " per rank (all replicated "
+                      << mib(memory(allReplicated))
+                      << (memoryLimit ? ", limit " + mib(memoryLimit)
+                                      : std::string())
+                      << ")";
   }
 };
 
