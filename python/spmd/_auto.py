@@ -28,8 +28,8 @@ Candidates today: DataParallel("replicate"), DataParallel("fully_shard")
 with and without reshard_after_forward, on the one-axis mesh of every rank,
 and a per-parameter mix: the dialect's spmd-auto-shard pass, given the
 replicate program, the limit, the same figures and replicate's planned
-activations and communication buffers as its reserve, shards the parameters whose state must go
-and keeps the rest replicated (DataParallel("fully_shard",
+activations and communication buffers as its reserve, shards the
+parameters whose state must go and keeps the rest replicated (DataParallel("fully_shard",
 sharded_params=..., reshard_after_forward=False)); the mix is weighed as
 the others are (lowered, its peak planned), and only when it is neither
 none nor all of the parameters. Tensor-parallel plans and other mesh

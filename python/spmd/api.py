@@ -248,8 +248,8 @@ def _layouts(parallel, model, world):
         if chosen is not None:
             # Two selections are two layouts (check_style tells them apart).
             digest = hashlib.sha256("\0".join(chosen).encode()).hexdigest()
-            name = (f"DataParallel('fully_shard', sharded_params=<{len(chosen)}"
-                    f" of {len(params)}, {digest[:8]}>)")
+            name = (f"DataParallel('fully_shard', sharded_params="
+                    f"<{len(chosen)} of {len(params)}, {digest[:8]}>)")
         return mesh, name, layouts, 0
     tp = parallel.tp_size
     if world % tp:
