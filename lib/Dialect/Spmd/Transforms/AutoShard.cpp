@@ -110,6 +110,8 @@ struct Parameter {
   int64_t replicatedMemory() const { return 2 * bytes + companionBytes; }
   /// Without the gathered copy (counted for the plan as a whole).
   int64_t shardedMemory() const {
+    if (!bytes) // an empty parameter
+      return 0;
     return 2 * chunk +
            static_cast<int64_t>(
                std::ceil(static_cast<double>(companionBytes) * chunk / bytes));
