@@ -6,7 +6,8 @@
 // RUN: echo '{"gemm_gflops": 50, "memory_gbps": 0.01, "all_reduce_latency_us": 100, "all_reduce_gbps": 2, "all_gather_latency_us": 100, "all_gather_gbps": 2, "reduce_scatter_latency_us": 100, "reduce_scatter_gbps": 2}' > %t.slow.json
 // RUN: spmd-opt %s --spmd-auto-shard="calibration=%t.slow.json" | FileCheck %s --check-prefix=SLOW
 
-// A linear layer's weight (64 KiB) and bias trained by AdamW on 4 ranks.
+// A linear layer's weight (64 KiB) and bias trained by AdamW, and an empty
+// parameter by SGD, on 4 ranks.
 // Unlimited, the default figures (every collective 100 us + 2 GB/s) favour
 // one all-reduce over a gather and a reduce-scatter: all replicated
 // (264,704 B per rank: each parameter, its gradient and its companions).
@@ -15,7 +16,7 @@
 // is below every plan (132,224 B).
 
 module {
-  // expected-remark@+1 {{spmd-auto-shard: 0 of 2 parameters sharded along @world axis 0 (0 B of 66048 B); modeled communication and update 0.286 ms (all replicated 0.286 ms); state and gathered copies 264704 B per rank (all replicated 264704 B)}}
+  // expected-remark@+1 {{spmd-auto-shard: 0 of 3 parameters sharded along @world axis 0 (0 B of 66048 B); modeled communication and update 0.386 ms (all replicated 0.386 ms); state and gathered copies 264704 B per rank (all replicated 264704 B)}}
   spmd.mesh @world(shape = 4)
   // expected-remark@+1 {{replicated: replicated 0.185 ms, sharded 0.254 ms; memory 262144 -> 65536 bytes per rank (+ 65536 gathered)}}
   spmd.state @"fc.weight" : tensor<128x128xf32> role = param
@@ -28,6 +29,9 @@ module {
   spmd.state @"fc.bias.exp_avg_sq" : tensor<128xf32> role = optimizer_state
   spmd.state @"fc.bias.step" : tensor<f32> role = optimizer_state
   spmd.state @"fc.bias.grad" : tensor<128xf32> role = gradient
+  // An empty parameter saves nothing sharded: replicated.
+  // expected-remark@+1 {{replicated: replicated 0.100 ms, sharded 0.200 ms; memory 0 -> 0 bytes per rank (+ 0 gathered)}}
+  spmd.state @"empty.weight" : tensor<0x4xf32> role = param
   func.func @train_step(%x: tensor<16x128xf32> {spmd.spec = #spmd.spec<@world, [shard<0>]>}, %dy: tensor<16x128xf32> {spmd.spec = #spmd.spec<@world, [shard<0>]>}) -> tensor<16x128xf32> {
     %w = spmd.load @"fc.weight" : tensor<128x128xf32>
     %b = spmd.load @"fc.bias" : tensor<128xf32>
@@ -48,6 +52,10 @@ module {
     %r:8 = spmd.adam params [%w, %b] grads [%dw, %g] exp_avgs [%m0, %m1] exp_avg_sqs [%v0, %v1] steps [%t0, %t1] {lr = 0.01 : f64} : tensor<128x128xf32>, tensor<128xf32>
     spmd.store %r#0 to @"fc.weight" : tensor<128x128xf32>
     spmd.store %r#1 to @"fc.bias" : tensor<128xf32>
+    %pe = spmd.load @"empty.weight" : tensor<0x4xf32>
+    %ge = arith.constant dense<> : tensor<0x4xf32>
+    %ne = spmd.sgd params [%pe] grads [%ge] {lr = 0.1 : f64} : tensor<0x4xf32>
+    spmd.store %ne to @"empty.weight" : tensor<0x4xf32>
     return %y : tensor<16x128xf32>
   }
 }
@@ -60,15 +68,17 @@ module {
 // LIMIT: spmd.state @fc.weight.step : tensor<f32> role = optimizer_state{{$}}
 // LIMIT: spmd.state @fc.bias : tensor<128xf32> role = param{{$}}
 // LIMIT: spmd.state @fc.bias.grad : tensor<128xf32> role = gradient{{$}}
+// LIMIT: spmd.state @empty.weight : tensor<0x4xf32> role = param{{$}}
 // LIMIT: %[[W:.*]] = spmd.load @fc.weight
 // LIMIT-NEXT: %[[WHOLE:.*]] = spmd.redistribute %[[W]] to <@world, [replicate]> : tensor<128x128xf32>
 // LIMIT: linalg.matmul ins(%{{.*}}, %[[WHOLE]] :
 // LIMIT: spmd.adam params [%[[W]], %{{.*}}] grads
 
-// NOFIT: :[[# @LINE - 49]]:3: error: spmd-auto-shard: the step's state does not fit the memory limit of 100000 bytes per rank: the plan needs 132224 (132224 B, reserve 0 included) with every parameter that saves memory sharded; more ranks on the axis or a smaller model would fit
+// NOFIT: :[[# @LINE - 57]]:3: error: spmd-auto-shard: the step's state does not fit the memory limit of 100000 bytes per rank: the plan needs 132224 (132224 B, reserve 0 included) with every parameter that saves memory sharded; more ranks on the axis or a smaller model would fit
 
 // SLOW: spmd.state @fc.weight : tensor<128x128xf32> role = param spec = <@world, [shard<0>]>
 // SLOW: spmd.state @fc.bias : tensor<128xf32> role = param spec = <@world, [shard<0>]>
 // SLOW: spmd.state @fc.bias.grad : tensor<128xf32> role = gradient spec = <@world, [shard<0>]>
+// SLOW: spmd.state @empty.weight : tensor<0x4xf32> role = param{{$}}
 // The bias's only use is the update: no gather.
 // SLOW-NOT: spmd.redistribute %{{.*}} : tensor<128xf32>
