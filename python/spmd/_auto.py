@@ -29,10 +29,11 @@ with and without reshard_after_forward, on the one-axis mesh of every rank,
 and a per-parameter mix: the dialect's spmd-auto-shard pass, given the
 replicate program, the limit, the same figures and replicate's planned
 activations and communication buffers as its reserve, shards the
-parameters whose state must go and keeps the rest replicated (DataParallel("fully_shard",
-sharded_params=..., reshard_after_forward=False)); the mix is weighed as
-the others are (lowered, its peak planned), and only when it is neither
-none nor all of the parameters. Tensor-parallel plans and other mesh
+parameters whose state must go and keeps the rest replicated
+(DataParallel("fully_shard", sharded_params=...,
+reshard_after_forward=False)); the mix is weighed as the others are
+(lowered, its peak planned), and only when it is neither none nor all of
+the parameters. Tensor-parallel plans and other mesh
 shapes are not searched (docs/Limits.md).
 """
 
@@ -485,10 +486,11 @@ def _workers() -> int:
 
 
 def _evaluate_all(step, auto, cands: List[Candidate], args, kwargs, cal,
-                  limit: int, work: Path, parameters: int):
+                  limit: int, work: Path, shardable: int, total: int):
     """Weighs the hand-written candidates side by side, then the
     per-parameter mix (its reserve is replicate's plan, the first
-    candidate's); returns the mix's selection (None: no mix weighed)."""
+    candidate's; `shardable` of the model's `total` parameters may be
+    sharded); returns the mix's selection (None: no mix weighed)."""
     prepared = [_prepare(step, c, args, kwargs, work) for c in cands]
     with ThreadPoolExecutor(max_workers=_workers()) as pool:
         futures = [pool.submit(_lower, c, *p, cal)
@@ -497,9 +499,8 @@ def _evaluate_all(step, auto, cands: List[Candidate], args, kwargs, cal,
         mix = per_parameter(step, args, kwargs, cands[0], limit, cal, work)
         # Only where it is neither hand-written plan (no parameter or every
         # shardable one sharded).
-        if mix is not None and 0 < len(mix) < parameters:
-            cands.append(mix_candidate(auto, mix, len(list(
-                _model_of(args, kwargs).parameters()))))
+        if mix is not None and 0 < len(mix) < shardable:
+            cands.append(mix_candidate(auto, mix, total))
             futures.append(pool.submit(
                 _lower, cands[-1], *_prepare(step, cands[-1], args, kwargs,
                                              work), cal))
@@ -526,8 +527,7 @@ def per_parameter(step, args, kwargs, replicate: Candidate, limit: int,
                   cal: Dict[str, float], work: Path) -> Optional[tuple]:
     """The parameters spmd-auto-shard shards in the replicate program under
     `limit` (replicate's planned activations and communication buffers kept
-    as its reserve), by FQN;
-    None where its plan does not fit either."""
+    as its reserve), by FQN; None where its plan does not fit either."""
     from .api import _model_prefix
     model = _model_of(args, kwargs)
     if model is None:
@@ -578,7 +578,7 @@ def _share_selection(model, names: Optional[tuple]) -> Optional[tuple]:
 def _decision_path(step, args, kwargs, limit, cal) -> Path:
     from torch.utils import _pytree as pytree
     leaves, _ = pytree.tree_flatten((args, kwargs))
-    model = next((x for x in leaves if isinstance(x, torch.nn.Module)), None)
+    model = _model_of(args, kwargs)
     context = step._context(leaves, model) if model is not None else ()
     key = repr((_DECISION_VERSION, context, _runtime.world_size(),
                 _runtime.target(), limit, sorted(cal.items()), step.auto,
@@ -653,7 +653,8 @@ def choose(step, args, kwargs) -> AutoPlan:
                         p.dim() >= 1 for p in model.parameters())
                     with _progress.phase("auto: candidates"):
                         mix = _evaluate_all(step, auto, cands, args, kwargs,
-                                            cal, limit, work, shardable)
+                                            cal, limit, work, shardable,
+                                            total)
                 _toolchain.write_whole(path, json.dumps({
                     "candidates": [{k: getattr(c, k) for k in _FIGURES}
                                    for c in cands],
