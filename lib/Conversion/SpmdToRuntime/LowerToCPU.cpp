@@ -68,7 +68,7 @@ void mlir::spmd::buildHostToLLVM(
   // libgcc before GCC 13 lacks (CPUs without AVX512-BF16 need it).
   math::MathExtendToSupportedTypesOptions mathTypes;
   pm.addPass(math::createMathExtendToSupportedTypes(mathTypes));
-  pm.addPass(spmd::createSpmdPolynomialErfPass());
+  pm.addPass(spmd::createSpmdPolynomialMathPass());
   arith::ArithEmulateUnsupportedFloatsOptions halfTypes;
   halfTypes.sourceTypeStrs = {"bf16", "f16"};
   pm.addPass(arith::createArithEmulateUnsupportedFloats(halfTypes));
@@ -77,7 +77,7 @@ void mlir::spmd::buildHostToLLVM(
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createConvertMathToLLVMPass());
-  // What LLVM has no intrinsic for (tanh, erf).
+  // What LLVM has no intrinsic for and no approximation above took.
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());

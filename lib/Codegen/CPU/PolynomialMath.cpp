@@ -1,8 +1,9 @@
-//===- PolynomialErf.cpp - math.erf as arithmetic the vectorizer takes ----===//
+//===- PolynomialMath.cpp - erf and tanh as arithmetic the vectorizer takes ===//
 //
-// spmd-polynomial-erf: f32 math.erf becomes upstream MLIR's rational
-// approximation, plain arithmetic that LLVM vectorizes, instead of a libm
-// call per element that it cannot (LLVM maps no libmvec function to erff).
+// spmd-polynomial-math: f32 math.erf and math.tanh become upstream MLIR's
+// rational approximations, plain arithmetic that LLVM vectorizes, instead
+// of a libm call per element that it cannot (LLVM maps no libmvec function
+// to erff or tanhf here; glibc's tanhf calls expm1f in turn).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +14,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::spmd {
-#define GEN_PASS_DEF_SPMDPOLYNOMIALERFPASS
+#define GEN_PASS_DEF_SPMDPOLYNOMIALMATHPASS
 #include "Spmd/Codegen/Passes.h.inc"
 } // namespace mlir::spmd
 
@@ -21,11 +22,12 @@ using namespace mlir;
 
 namespace {
 
-struct SpmdPolynomialErfPass
-    : spmd::impl::SpmdPolynomialErfPassBase<SpmdPolynomialErfPass> {
+struct SpmdPolynomialMathPass
+    : spmd::impl::SpmdPolynomialMathPassBase<SpmdPolynomialMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populatePolynomialApproximateErfPattern(patterns);
+    populatePolynomialApproximateTanhPattern(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
