@@ -1,4 +1,4 @@
-//===- PolynomialMath.cpp - erf and tanh as vectorizable arithmetic ------===//
+//===- PolynomialMath.cpp - erf and tanh as vectorizable arithmetic -------===//
 //
 // spmd-polynomial-math: f32 math.erf and math.tanh become upstream MLIR's
 // rational approximations, plain arithmetic that LLVM vectorizes, instead
