@@ -36,12 +36,25 @@ func.func @into_reduction(%x: tensor<8x16xf32>) -> tensor<8xf32> {
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 
-// Not fused: a producer with two users (it would be computed twice) and a
-// producer the consumer broadcasts (computed again for every row). (The
-// same value read twice by one consumer is one use: that one fuses.)
+// A producer with two users is computed once, in the first user's loop
+// nest, which yields it for the second; the second, a cheap op (one
+// input, one arith op) that its own readers would recompute, is not fused
+// into (it would become one more stored result). The producer the
+// consumer broadcasts is not fused (computed again for every row). (The
+// same value read twice by one consumer is one use.)
 // CHECK-LABEL: func.func @kept
-// CHECK-COUNT-4: linalg.generic
+// CHECK: %[[EV:.*]] = linalg.generic
+// CHECK-SAME: ins(%arg1 : tensor<16xf32>)
+// CHECK: math.exp
+// CHECK: %[[BOTH:.*]]:2 = linalg.generic
+// CHECK-SAME: ins(%arg0, %[[EV]] : tensor<8x16xf32>, tensor<16xf32>)
+// CHECK: %[[EXP:.*]] = math.exp
+// CHECK: linalg.yield %[[EXP]], %{{.*}} : f32, f32
+// CHECK: %[[NEG:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[BOTH]]#0 : tensor<8x16xf32>)
+// CHECK: arith.negf
 // CHECK-NOT: linalg.generic
+// CHECK: return %[[BOTH]]#1, %[[NEG]]
 func.func @kept(%x: tensor<8x16xf32>, %v: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
   %e0 = tensor.empty() : tensor<8x16xf32>
   %twice = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
@@ -234,17 +247,17 @@ func.func @gather_generator(%x: tensor<2x6x8xf32>, %table: tensor<16x8xf32>) -> 
 // computed in the B x L x N shape, reading the matmul's rows through the
 // reshape, so it has the iteration space of its readers (on buffers, the
 // GPU fuses it with GELU into one kernel). The reshape moves to the
-// matmul's result; the value, read twice, is still computed once.
+// matmul's result; the value, read twice, is computed once, in GELU's loop
+// nest, which yields it too.
 // CHECK-LABEL: func.func @elementwise_before_reshape
 // CHECK: %[[ROWS:.*]] = tensor.expand_shape %arg0 {{\[\[}}0, 1], [2]] output_shape [4, 6, 32] : tensor<24x32xf32> into tensor<4x6x32xf32>
-// CHECK: %[[BIASED:.*]] = linalg.generic
+// CHECK: %[[BOTH:.*]]:2 = linalg.generic
 // CHECK-SAME: ins(%[[ROWS]], %arg1 : tensor<4x6x32xf32>, tensor<32xf32>)
-// CHECK: arith.addf
+// CHECK: %[[SUM:.*]] = arith.addf
+// CHECK: %[[GELU:.*]] = math.erf %[[SUM]]
+// CHECK: linalg.yield %[[SUM]], %[[GELU]]
 // CHECK-NOT: tensor.expand_shape
-// CHECK: linalg.generic
-// CHECK-SAME: ins(%[[BIASED]] : tensor<4x6x32xf32>)
-// CHECK: math.erf
-// CHECK: return
+// CHECK: return %[[BOTH]]#1, %[[BOTH]]#0
 func.func @elementwise_before_reshape(%mm: tensor<24x32xf32>, %b: tensor<32xf32>) -> (tensor<4x6x32xf32>, tensor<4x6x32xf32>) {
   %e = tensor.empty() : tensor<24x32xf32>
   %biased = linalg.generic {indexing_maps = [#id2, #bias, #id2], iterator_types = ["parallel", "parallel"]}
@@ -561,12 +574,12 @@ func.func @accumulate_into_matmul(%a: tensor<16x24xf32>, %b: tensor<24x8xf32>, %
 
 // Kept: the other term is read again (accumulating into it would need a
 // copy), and a matmul whose output starts from something else than zeros.
+// (The two adds, the first read by the second, are one loop nest.)
 // CHECK-LABEL: func.func @accumulate_kept
 // CHECK: linalg.matmul ins(%arg1, %arg2 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%{{.*}} : tensor<4x4xf32>)
-// CHECK: linalg.generic
-// CHECK: arith.addf
 // CHECK: linalg.matmul ins(%arg2, %arg1 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%arg3 : tensor<4x4xf32>)
 // CHECK: linalg.generic
+// CHECK: arith.addf
 // CHECK: arith.addf
 func.func @accumulate_kept(%x: tensor<4x4xf32>, %a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %init: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
   %zero = arith.constant 0.0 : f32
@@ -586,4 +599,88 @@ func.func @accumulate_kept(%x: tensor<4x4xf32>, %a: tensor<4x4xf32>, %b: tensor<
     linalg.yield %w : f32
   } -> tensor<4x4xf32>
   return %x, %s, %t : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+#m = affine_map<(d0, d1) -> (d0, d1)>
+
+// AdamW's shape: the new moment is stored (here: returned) and read by the
+// parameter's update. It is computed in the update's loop nest, which yields
+// it: one pass over parameter, gradient and moment, the moment written once.
+// CHECK-LABEL: func.func @read_again_later
+// CHECK: %[[UPDATE:.*]]:2 = linalg.generic
+// CHECK-SAME: ins(%arg2, %arg0, %arg1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK: %[[MOMENT:.*]] = arith.addf
+// CHECK: %[[PARAM:.*]] = arith.subf %{{.*}}, %[[MOMENT]]
+// CHECK: linalg.yield %[[MOMENT]], %[[PARAM]]
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[UPDATE]]#1, %[[UPDATE]]#0
+func.func @read_again_later(%m: tensor<4x8xf32>, %g: tensor<4x8xf32>, %p: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %moment = linalg.generic {indexing_maps = [#m, #m, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%m, %g : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %param = linalg.generic {indexing_maps = [#m, #m, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%p, %moment : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e2 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %param, %moment : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+#r = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// Not fused: a producer also read before the consumer (the fused op would
+// take the consumer's place, after that reader), and a producer whose
+// consumer reduces (its value would be written inside a reduction).
+// CHECK-LABEL: func.func @read_before_or_reduced
+// CHECK: %[[FIRST:.*]] = linalg.generic
+// CHECK: arith.addf
+// CHECK: tensor.extract %[[FIRST]]
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[FIRST]] : tensor<4x8xf32>)
+// CHECK: %[[SECOND:.*]] = linalg.generic
+// CHECK: arith.mulf
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%[[SECOND]] : tensor<4x8xf32>)
+func.func @read_before_or_reduced(%x: tensor<4x8xf32>) -> (f32, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %e = tensor.empty() : tensor<4x8xf32>
+  %first = linalg.generic {indexing_maps = [#r, #r], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %corner = tensor.extract %first[%c0, %c0] : tensor<4x8xf32>
+  %neg = linalg.generic {indexing_maps = [#r, #r], iterator_types = ["parallel", "parallel"]}
+      ins(%first : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.negf %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %second = linalg.generic {indexing_maps = [#r, #r], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.mulf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %z = tensor.empty() : tensor<4xf32>
+  %sum = linalg.generic {indexing_maps = [#r, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%second : tensor<4x8xf32>) outs(%z : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %corner, %neg, %second, %sum : f32, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>
 }

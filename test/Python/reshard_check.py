@@ -63,7 +63,13 @@ def main():
     rank, world = spmd.rank(), spmd.world_size()
     params = LAYERS * (WIDTH * WIDTH + WIDTH) * 4
     results = {r: run(r, rank, world) for r in (False, True)}
-    ok = all(w <= 1e-5 for _, w in results.values())
+    # 2% of one step's update (lr 1e-3): AdamW divides by sqrt(v), so in
+    # the elements whose gradient is ~1e-6 (a batch sum that cancels) the
+    # gradients' float32 rounding, which any change of summation order or
+    # of tanh's last bit moves, reaches the parameters as 0.7-1.2% of a
+    # step (glibc's tanhf 7.1e-6, a correctly rounded tanh 1.2e-5); a wrong
+    # gradient or update moves them by a whole step.
+    ok = all(w <= 2e-5 for _, w in results.values())
     if rank == 0:
         mib = 1 << 20
         for r, (peak, worst) in results.items():

@@ -425,6 +425,26 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     onto the other term, instead of the finished product plus it): float32
     rounding, nothing else.
 
+    A producer with several users, when every user but one all-parallel
+    `linalg.generic` that reads it once per iteration comes after that
+    consumer in its block (AdamW's new moments: stored into their state
+    and read by the parameter's update; the bias-added activation GELU
+    reads and the backward reads again), is computed inside that consumer,
+    which yields it as one more result that every later user reads
+    (upstream's `fuseElementwiseOps` with its preserved producer results;
+    its own pattern keeps the producer, and computes the value twice, since
+    it cannot know the other users come later). The value is written once
+    and not read back: AdamW's update is one loop nest per parameter
+    reading parameter, gradient and both moments and writing the three
+    (28 bytes per element, was three nests and 40; GPT-2 124M's replicate
+    step: 1043 -> 698 loop nest calls, the same buffers allocated). It runs
+    after the rounds above, once cheap producers are cloned into their
+    readers (GELU's `x * x`, two operands of one value until fusion's
+    canonicalization merges them, would otherwise be stored). Not for or
+    into an op its readers recompute (cheap, recomputable broadcast), not
+    into a reduction (the value would be written inside one), nor past a
+    user that comes before the consumer.
+
     First, a `linalg.fill` that is the `outs` of several ops (CSE merges
     the zero fills of every reduction and matmul of one shape) is cloned
     right before each of them, with its own `tensor.empty`: shared,
@@ -435,7 +455,7 @@ def SpmdFuseElementwisePass : Pass<"spmd-fuse-elementwise"> {
     Numerics are otherwise unchanged: every element goes through the same
     scalar operations in the same order; only where the intermediate lives
     changes. Not fused: other producers with several users (fusing would
-    compute them twice), operands the consumer broadcasts (computed again for
+    compute them twice, or move them past a reader), operands the consumer broadcasts (computed again for
     every element they are broadcast to) unless cheap, named ops (`linalg.matmul`,
     `linalg.transpose`, `linalg.reduce`, fills), which keep their own
     lowerings.
@@ -699,31 +719,38 @@ def SpmdPolynomialMathPass : Pass<"spmd-polynomial-math"> {
                 "vectorize";
   let description = [{
     Part of the back shared by the CPU and GPU lowerings, after 16-bit math
-    is widened to f32. Every `math.erf` and `math.tanh` on f32 (scalar or
-    vector) becomes upstream MLIR's rational approximation
+    is widened to f32. Every `math.erf` on f32 (scalar or vector) becomes
+    upstream MLIR's rational approximation
     (`populatePolynomialApproximateErfPattern`: a ratio of two degree-4
-    polynomials on three intervals, then +-1;
-    `populatePolynomialApproximateTanhPattern`: a degree-13 over degree-6
-    odd/even ratio on the input clamped to +-7.99881, the input itself
-    below 4e-4). LLVM turns either op into a call of libm's `erff` /
-    `tanhf` per element, which its loop vectorizer cannot widen (it maps
-    no libmvec function to them), so GELU's loops ran scalar, both the
-    exact form (erf) and nanoGPT's `approximate="tanh"` (glibc's tanhf
-    calls expm1f: 4.5% of GPT-2 124M's step on 2 ranks); the
-    approximations are plain arithmetic and vectorize.
+    polynomials on three intervals, then +-1), and every `math.tanh` on f32
+    `copysign(f32(1 - 2 / (exp(2a) + 1)), x)` computed in f64 from
+    `a = |x|` (`a` itself below 1e-5, where the f64 subtraction would
+    cancel and tanh(a) rounds to a; tanh(-0) = -0, NaN stays NaN, +-inf
+    gives +-1). LLVM turns either op into a call of libm's `erff` /
+    `tanhf` per element, which its loop vectorizer cannot widen (it maps no
+    libmvec function to them), so GELU's loops ran scalar, both the exact
+    form (erf) and nanoGPT's `approximate="tanh"` (glibc's tanhf calls
+    expm1f: 4.5% of GPT-2 124M's step on 2 ranks); the rewrites are plain
+    arithmetic and `math.exp`, which vectorizes (libmvec's exp; f64 at
+    half f32's width).
 
-    Accuracy, over the whole f32 range, checked against the f64 libm
-    functions on 2^20 points by `test/Codegen/polynomial-math-run.mlir`:
-    erf within 3e-7 (about two float32 ulps near +-1), tanh within 2e-7
-    absolute and 2e-6 relative — float32 rounding, as the SLEEF functions
-    eager PyTorch vectorizes with. Other element types are left to libm.
+    Accuracy, checked against the f64 libm functions on 2^20 points by
+    `test/Codegen/polynomial-math-run.mlir`: erf within 3e-7 over the
+    whole f32 range (about two float32 ulps near +-1); tanh within 6e-8
+    relative, correctly rounded on every point tested (0.5 ulp; PyTorch's
+    SLEEF tanhf 0.51). An f32 tanh approximation was not enough: upstream's
+    (4.5 ulp) and Cephes' (1.73 ulp) both let AdamW amplify the difference
+    from eager past 1e-5 in a parameter of a 6-layer Tanh MLP after three
+    steps (`test/Python/train-fully-shard.test`; glibc's tanhf: 7e-6).
+    Other element types are left to libm.
 
     ```mlir
     %y = math.erf %x : f32
     // becomes arith (select on |x|, two polynomial evaluations, a
     // division, copysign) with no call
     %t = math.tanh %x : vector<8xf32>
-    // becomes arith (clamp, two polynomials, a division, a select)
+    // becomes arith and math.exp on vector<8xf64> (absf, extf, exp, a
+    // division, a select, truncf, copysign)
     ```
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
